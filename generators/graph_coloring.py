@@ -1,0 +1,76 @@
+"""Graph colouring: a graph with a planted k-colouring and a planted k-clique (so chi = k)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mmnp.core import Violation
+from mmnp.prompting import answer_instructions
+from mmnp.generators.graphs import edge_list_text, random_edges, title
+from mmnp.render import Canvas, class_colour, draw_graph
+
+
+@dataclass(frozen=True)
+class Config:
+    n: tuple[int, int] | int = (15, 22)
+    colours: tuple[int, int] | int = (4, 6)
+    density: float | tuple[float, float] = 0.35
+
+
+PRESETS = {
+    "easy": Config(n=(8, 12), colours=(3, 4), density=0.2),
+    "medium": Config(n=(15, 22), colours=(4, 6), density=0.35),
+    "hard": Config(n=(25, 32), colours=(6, 8), density=0.5),
+}
+
+FORMAT = answer_instructions(
+    "Give the colours as a list of positive integers, where the i-th entry is the colour of vertex i "
+    "(use as few distinct colours as you can). For example, for 4 vertices:",
+    "[1, 2, 1, 3]",
+)
+IMAGE_PROMPT = (
+    "The image shows an undirected graph; each circle is a vertex labelled with its id. Colour every vertex "
+    "so that two vertices joined by an edge have different colours, using as few colours as possible.\n" + FORMAT
+)
+
+
+def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
+    n, k, density = params["n"], params["colours"], params["density"]
+    if not 2 <= k <= n:
+        raise ValueError(f"graph_coloring needs 2 <= colours <= n, got colours={k}, n={n}")
+    colour = [int(c) for c in rng.permutation(np.arange(n) % k)]  # balanced classes, all non-empty
+    representatives = [colour.index(c) for c in range(k)]
+    pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if colour[u] != colour[v]]
+    p = min(1.0, density * n * (n - 1) / 2 / len(pairs))
+    edges = random_edges(rng, pairs, p)
+    edges |= {(min(u, v), max(u, v)) for i, u in enumerate(representatives) for v in representatives[i + 1 :]}
+    return {"n": n, "edges": [list(e) for e in sorted(edges)]}, [c + 1 for c in colour]
+
+
+def prompt(data: dict) -> str:
+    return (
+        f"An undirected graph has {data['n']} vertices, numbered 0 to {data['n'] - 1}, and these "
+        f"{len(data['edges'])} edges:\n{edge_list_text(data['edges'])}\n\n"
+        "Colour every vertex so that two vertices joined by an edge have different colours, "
+        "using as few colours as possible.\n\n" + FORMAT
+    )
+
+
+def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
+    from mmnp.verifiers.graph_coloring import as_mapping
+
+    n = data["n"]
+    canvas = Canvas(size, size)
+    fill = None
+    if solution is not None:
+        names = {}
+        mapping = as_mapping(solution)
+        fill = [class_colour(names.setdefault(mapping[v], len(names))) if v in mapping else 0 for v in range(n)]
+    bold = [tuple(w) for v in violations if v.kind == "conflict" for w in v.where]
+    ringed = [w for v in violations if v.kind in ("missing_vertex", "invalid_colour", "repeated_vertex")
+              for w in v.where if isinstance(w, int)]
+    title(canvas, f"Graph colouring: {n} vertices, {len(data['edges'])} edges")
+    draw_graph(canvas, n, data["edges"], (0, 30, size, size), node_fill=fill, bold_edges=bold, ringed=ringed)
+    return canvas

@@ -1,0 +1,79 @@
+"""0/1 knapsack: items with integer weights and values; capacity just above a planted
+selection's weight."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mmnp.core import Violation
+from mmnp.prompting import answer_instructions
+from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table
+
+
+@dataclass(frozen=True)
+class Config:
+    n: tuple[int, int] | int = (23, 37)
+    max_weight: int = 50
+    max_value: int = 100
+    planted_fraction: float | tuple[float, float] = (0.3, 0.5)
+
+
+PRESETS = {
+    "easy": Config(n=(14, 25)),
+    "medium": Config(n=(23, 37)),
+    "hard": Config(n=(35, 60)),
+}
+
+FORMAT = answer_instructions(
+    "Give the chosen items as a list of item ids, each at most once. For example:",
+    "[0, 3, 4]",
+)
+IMAGE_PROMPT = (
+    "The image shows a knapsack capacity and a table of items with their weights and values. Choose a set of "
+    "items whose total weight does not exceed the capacity and whose total value is as large as possible.\n"
+    + FORMAT
+)
+
+
+def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
+    """Weakly correlated items (value ~ weight +- noise); the planted set favours good
+    value per weight, and the capacity is its weight plus a little slack."""
+    n, wmax, vmax = params["n"], params["max_weight"], params["max_value"]
+    weights = rng.integers(1, wmax + 1, size=n)
+    noise = rng.integers(-vmax // 4, vmax // 4 + 1, size=n)
+    values = np.clip(np.round(weights * vmax / wmax).astype(int) + noise, 1, vmax)
+    k = max(1, round(params["planted_fraction"] * n))
+    score = values / weights * rng.uniform(0.7, 1.3, size=n)
+    planted = sorted(int(i) for i in np.argsort(-score, kind="stable")[:k])
+    capacity = int(weights[planted].sum() + rng.integers(0, max(2, wmax // 10)))
+    data = {"capacity": capacity, "weights": [int(w) for w in weights], "values": [int(v) for v in values]}
+    return data, planted
+
+
+def prompt(data: dict) -> str:
+    items = "\n".join(f"Item {i}: weight {w}, value {v}" for i, (w, v) in enumerate(zip(data["weights"], data["values"])))
+    return (
+        f"A knapsack has capacity {data['capacity']}. There are {len(data['weights'])} items:\n{items}\n\n"
+        "Choose a set of items whose total weight does not exceed the capacity and whose total value is as "
+        "large as possible.\n\n" + FORMAT
+    )
+
+
+def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
+    weights, values, cap = data["weights"], data["values"], data["capacity"]
+    canvas = Canvas(size, size)
+    chosen = {i for i in solution or () if isinstance(i, int) and 0 <= i < len(weights)}
+    header = f"Knapsack capacity: {cap}    ({len(weights)} items)"
+    canvas.text((size / 2, 10), header, size=20, anchor="mt", bold=True)
+    if solution is not None:
+        w = sum(weights[i] for i in chosen)
+        v = sum(values[i] for i in chosen)
+        over = any(x.kind == "over_capacity" for x in violations)
+        canvas.text((size / 2, 38), f"chosen: weight {w} / {cap}, value {v}", size=16, anchor="mt",
+                    colour=RED if over else 1, bold=over)
+    rows = [[str(i), str(w), str(v)] for i, (w, v) in enumerate(zip(weights, values))]
+    draw_table(canvas, (12, 64, size - 12, size - 12), ["item", "weight", "value"], rows,
+               row_fill={i: HIGHLIGHT for i in chosen})
+    return canvas

@@ -1,0 +1,73 @@
+"""Vertex cover: a graph whose non-cover vertices form a planted independent set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mmnp.core import Violation
+from mmnp.generators.graphs import edge_list_text, random_edges, title
+from mmnp.prompting import answer_instructions
+from mmnp.render import ORANGE, Canvas, draw_graph
+
+
+@dataclass(frozen=True)
+class Config:
+    n: tuple[int, int] | int = (20, 35)
+    cover_fraction: float | tuple[float, float] = (0.35, 0.5)
+    density: float | tuple[float, float] = 0.25  # edge probability for pairs touching the cover
+
+
+PRESETS = {
+    "easy": Config(n=(10, 20), density=0.3),
+    "medium": Config(n=(20, 35), density=0.25),
+    "hard": Config(n=(35, 50), density=0.2),
+}
+
+FORMAT = answer_instructions(
+    "Give the cover as a list of vertex ids, each at most once. For example:",
+    "[0, 3, 4]",
+)
+IMAGE_PROMPT = (
+    "The image shows an undirected graph; each circle is a vertex labelled with its id. Find a smallest "
+    "vertex cover: a set of vertices such that every edge has at least one endpoint in the set.\n" + FORMAT
+)
+
+
+def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
+    n, p = params["n"], params["density"]
+    k = max(1, min(n - 1, round(params["cover_fraction"] * n)))
+    cover = sorted(int(v) for v in rng.choice(n, size=k, replace=False))
+    in_cover = set(cover)
+    pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if u in in_cover or v in in_cover]
+    edges = random_edges(rng, pairs, p)
+    outside = [v for v in range(n) if v not in in_cover]
+    for v in outside:  # no isolated vertex: each outside vertex hangs off some cover vertex
+        if not any(v in e for e in edges):
+            u = cover[int(rng.integers(len(cover)))]
+            edges.add((min(u, v), max(u, v)))
+    return {"n": n, "edges": [list(e) for e in sorted(edges)]}, cover
+
+
+def prompt(data: dict) -> str:
+    return (
+        f"An undirected graph has {data['n']} vertices, numbered 0 to {data['n'] - 1}, and these "
+        f"{len(data['edges'])} edges:\n{edge_list_text(data['edges'])}\n\n"
+        "Find a smallest vertex cover: a set of vertices such that every edge has at least one endpoint "
+        "in the set.\n\n" + FORMAT
+    )
+
+
+def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
+    n = data["n"]
+    canvas = Canvas(size, size)
+    fill = None
+    if solution is not None:
+        chosen = {v for v in solution if isinstance(v, int)}
+        fill = [ORANGE if v in chosen else 0 for v in range(n)]
+    bold = [tuple(e) for v in violations if v.kind == "uncovered_edge" for e in v.where]
+    ringed = [w for v in violations if v.kind == "repeated_vertex" for w in v.where]
+    title(canvas, f"Vertex cover: {n} vertices, {len(data['edges'])} edges")
+    draw_graph(canvas, n, data["edges"], (0, 30, size, size), node_fill=fill, bold_edges=bold, ringed=ringed)
+    return canvas

@@ -1,0 +1,3 @@
+from mmnp.cli import app
+
+app(prog_name="mmnp")

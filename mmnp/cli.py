@@ -1,0 +1,207 @@
+"""The `mmnp` command line."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Callable, List, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+app = typer.Typer(help="MM-NP-Bench: generate, verify, evaluate and train on NP-hard optimisation tasks.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+console = Console(stderr=True)
+out_console = Console()
+
+USER_ERRORS = (ValueError, KeyError, FileExistsError, FileNotFoundError, TypeError)
+
+
+def user_errors(fn: Callable) -> Callable:
+    """Print a user's mistake as one red line and exit 2, instead of a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except USER_ERRORS as e:
+            message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+            console.print(f"[bold red]error:[/] {message}", highlight=False)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def split_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def progress_bar() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
+                    TimeRemainingColumn(), console=console, transient=False)
+
+
+def parse_params(params: list[str]) -> dict[str, str]:
+    out = {}
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--param {item!r}: expected KEY=VALUE, e.g. --param n=25 or --param tsp.n=20-30")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@app.command()
+@user_errors
+def generate(
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder."),
+    tasks: Optional[str] = typer.Option(None, help="Comma-separated task names, or 'all'. [default: all]"),
+    difficulty: Optional[str] = typer.Option(None, help="Comma-separated difficulties. [default: easy,medium,hard]"),
+    count: Optional[int] = typer.Option(None, help="Instances per task and difficulty. [default: 10]"),
+    seed: Optional[int] = typer.Option(None, help="Base seed. [default: 0]"),
+    preset: Optional[str] = typer.Option(None, help="A canonical release, e.g. mm-np-bench-v1 (fixes tasks, "
+                                                    "difficulties, count and seed)."),
+    param: List[str] = typer.Option([], help="Generator parameter override KEY=VALUE (e.g. n=25, tsp.n=20-30); repeatable."),
+    workers: int = typer.Option(0, help="Worker processes; 0 = all cores. The output does not depend on it."),
+    images: bool = typer.Option(True, "--images/--no-images", help="Render PNG images."),
+    optimal: bool = typer.Option(True, "--optimal/--no-optimal", help="Run the exact OR-Tools solver for best-known references."),
+    image_size: int = typer.Option(768, help="Image height in pixels."),
+    time_limit: float = typer.Option(10.0, help="Exact solver's deterministic time limit per instance."),
+    overwrite: bool = typer.Option(False, help="Replace an existing dataset in --out."),
+) -> None:
+    """Generate a benchmark: prompts, images and reference solutions for each instance."""
+    from mmnp.dataset import PRESETS, GenerateSpec, generate_dataset
+    from mmnp.registry import resolve_tasks
+
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; available: {', '.join(PRESETS)}")
+        clashes = [n for n, v in (("--tasks", tasks), ("--difficulty", difficulty), ("--count", count),
+                                  ("--seed", seed), ("--param", param or None)) if v is not None]
+        if clashes:
+            raise ValueError(f"--preset {preset} fixes {', '.join(clashes)}; drop them or drop --preset")
+        fixed = PRESETS[preset]
+        tasks, difficulty = fixed["tasks"], ",".join(fixed["difficulties"])
+        count, seed = fixed["count"], fixed["seed"]
+    spec = GenerateSpec(
+        tasks=tuple(t.name for t in resolve_tasks(tasks or "all")),
+        difficulties=tuple(split_list(difficulty or "easy,medium,hard")),
+        count=10 if count is None else count,
+        seed=0 if seed is None else seed,
+        images=images,
+        optimal=optimal,
+        image_size=image_size,
+        time_limit=time_limit,
+        params=parse_params(param),
+    )
+    workers = workers or os.cpu_count() or 1
+    with progress_bar() as bar:
+        job = bar.add_task("generating", total=None, rate="")
+        started = [None]
+
+        def report(done: int, total: int) -> None:
+            import time
+
+            started[0] = started[0] or time.perf_counter()
+            elapsed = max(time.perf_counter() - started[0], 1e-9)
+            bar.update(job, completed=done, total=total, rate=f"{done / elapsed:.1f} inst/s")
+
+        manifest = generate_dataset(out, spec, workers=workers, overwrite=overwrite, progress=report)
+    console.print(f"[green]wrote[/] {manifest['total']} instances to {out} "
+                  f"(benchmark hash {manifest['benchmark_hash'][:16]})")
+
+
+@app.command("tasks")
+def list_tasks_command(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """List the registered tasks with their category, objective and difficulty presets."""
+    from mmnp.registry import list_tasks
+
+    rows = []
+    for task in list_tasks():
+        presets = {d: {k: v for k, v in dataclasses.asdict(c).items()} for d, c in task.presets.items()}
+        rows.append({"name": task.name, "category": task.category, "objective": task.direction,
+                     "violations": list(task.verifier.VIOLATION_KINDS), "presets": presets})
+    if as_json:
+        out_console.print_json(json.dumps(rows))
+        return
+    table = Table(title=f"{len(rows)} MM-NP-Bench tasks")
+    for col in ("task", "category", "objective", "easy", "medium", "hard"):
+        table.add_column(col)
+    fmt = lambda v: f"{v[0]}-{v[1]}" if isinstance(v, (list, tuple)) else str(v)  # noqa: E731
+    for r in rows:
+        cells = [", ".join(f"{k}={fmt(v)}" for k, v in r["presets"].get(d, {}).items()) for d in ("easy", "medium", "hard")]
+        table.add_row(r["name"], r["category"], r["objective"], *cells)
+    out_console.print(table)
+
+
+def _answer_text(answer: Optional[str], answer_file: Optional[Path]) -> Optional[str]:
+    if answer is not None and answer_file is not None:
+        raise ValueError("give --answer or --answer-file, not both")
+    if answer_file is not None:
+        return sys.stdin.read() if str(answer_file) == "-" else answer_file.read_text(encoding="utf-8")
+    return answer
+
+
+@app.command()
+@user_errors
+def verify(
+    data: Path = typer.Option(..., help="Dataset folder written by `mmnp generate`."),
+    id: str = typer.Option(..., "--id", help="Instance id, e.g. tsp-medium-0003."),
+    answer: Optional[str] = typer.Option(None, help="The answer text (a model's response)."),
+    answer_file: Optional[Path] = typer.Option(None, help="Read the answer from a file ('-' for stdin)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
+) -> None:
+    """Verify an answer against a dataset instance and print the verdict."""
+    from mmnp.dataset import find_instance
+    from mmnp.registry import get_task
+
+    text = _answer_text(answer, answer_file)
+    if text is None:
+        raise ValueError("give the answer with --answer TEXT or --answer-file FILE")
+    inst = find_instance(data, id)
+    task = get_task(inst.task)
+    verdict = task.verify(inst, text)
+    ratio = task.quality_ratio(verdict.objective, inst.reference_objective)
+    opt_ratio = task.quality_ratio(verdict.objective, inst.best_objective)
+    if as_json:
+        out_console.print_json(json.dumps({"id": inst.id, **verdict.to_dict(), "ratio": ratio, "opt_ratio": opt_ratio}))
+        return
+    colour = "green" if verdict.feasible else "red"
+    out_console.print(f"[bold]{inst.id}[/] ({task.name}, {task.direction}imise): [{colour}]{verdict.summary()}[/]",
+                      highlight=False)
+    for v in verdict.violations:
+        out_console.print(f"  - [{v.kind}] {v.message}", highlight=False)
+    if verdict.feasible:
+        out_console.print(f"  quality ratio {ratio:.3f} (reference {inst.reference_objective:g}), "
+                          f"optimality ratio {opt_ratio:.3f} (best known {inst.best_objective:g})")
+
+
+@app.command()
+@user_errors
+def show(
+    data: Path = typer.Option(..., help="Dataset folder written by `mmnp generate`."),
+    id: str = typer.Option(..., "--id", help="Instance id."),
+    out: Path = typer.Option(..., "--out", "-o", help="PNG file to write."),
+    answer: Optional[str] = typer.Option(None, help="An answer to draw over the instance."),
+    answer_file: Optional[Path] = typer.Option(None, help="Read the answer from a file ('-' for stdin)."),
+    size: int = typer.Option(768, help="Image height in pixels."),
+) -> None:
+    """Draw an instance, with an answer and its violations overlaid when one is given."""
+    from mmnp.dataset import atomic_write, find_instance
+    from mmnp.registry import get_task
+
+    inst = find_instance(data, id)
+    png = get_task(inst.task).render(inst, size, answer=_answer_text(answer, answer_file))
+    atomic_write(out, png)
+    console.print(f"[green]wrote[/] {out}")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,144 @@
+"""Core records: what an instance is and what a verifier says about an answer."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
+CATEGORIES: tuple[str, ...] = ("planning", "graph", "selection", "partition", "schedule")
+
+
+def canonical_json(obj: Any) -> str:
+    """The one JSON spelling used for hashes and files: sorted keys, no spaces."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_hash(task: str, data: dict) -> str:
+    """Hash of an instance's canonical data, to find duplicates and train/test overlap."""
+    return hashlib.sha256(canonical_json({"task": task, "instance": data}).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule, with the elements involved so a renderer can mark them."""
+
+    kind: str
+    message: str
+    where: tuple = ()
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message, "where": json.loads(json.dumps(self.where))}
+
+
+def violation(kind: str, what: str, items: list, fmt=str, limit: int = 8) -> Violation:
+    """One violation naming its offending elements (the first `limit` in the message, all in `where`)."""
+    shown = ", ".join(fmt(x) for x in items[:limit])
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return Violation(kind, f"{what}: {shown}{more}", tuple(items))
+
+
+def edge_str(edge: tuple[int, int]) -> str:
+    return f"({edge[0]}, {edge[1]})"
+
+
+@dataclass(slots=True)
+class Verdict:
+    """What a verifier says about one answer: parsed, feasible, objective, and why not."""
+
+    parsed: bool
+    feasible: bool = False
+    objective: float | None = None
+    violations: list[Violation] = field(default_factory=list)
+    solution: Any = None
+    error: str | None = None
+
+    @property
+    def kinds(self) -> set[str]:
+        return {v.kind for v in self.violations}
+
+    def to_dict(self) -> dict:
+        return {
+            "parsed": self.parsed,
+            "feasible": self.feasible,
+            "objective": self.objective,
+            "violations": [v.to_dict() for v in self.violations],
+            "solution": self.solution,
+            "error": self.error,
+        }
+
+    def summary(self) -> str:
+        if not self.parsed:
+            return f"unparsed: {self.error}"
+        if self.feasible:
+            return f"feasible, objective {self.objective:g}"
+        return f"infeasible ({len(self.violations)} violation(s)): " + "; ".join(v.message for v in self.violations)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One generated problem with both renderings' texts and its reference solutions.
+
+    `reference` = {"heuristic": {"objective", "solution"},
+                   "optimal": {"objective", "solution", "proven"} or None}.
+    `image` is the PNG's path relative to the dataset folder (None when not rendered).
+    """
+
+    id: str
+    task: str
+    difficulty: str
+    seed: int
+    params: dict
+    data: dict
+    hash: str
+    prompt: str
+    image_prompt: str
+    reference: dict
+    image: str | None = None
+
+    def to_record(self) -> dict:
+        return {
+            "id": self.id,
+            "task": self.task,
+            "difficulty": self.difficulty,
+            "seed": self.seed,
+            "params": self.params,
+            "instance": self.data,
+            "hash": self.hash,
+            "prompt": self.prompt,
+            "image": self.image,
+            "image_prompt": self.image_prompt,
+            "reference": self.reference,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict) -> Instance:
+        try:
+            return cls(
+                id=record["id"],
+                task=record["task"],
+                difficulty=record["difficulty"],
+                seed=record["seed"],
+                params=record["params"],
+                data=record["instance"],
+                hash=record["hash"],
+                prompt=record["prompt"],
+                image_prompt=record["image_prompt"],
+                reference=record["reference"],
+                image=record.get("image"),
+            )
+        except KeyError as missing:
+            raise ValueError(f"instance record lacks the field {missing}; was it written by `mmnp generate`?") from None
+
+    @property
+    def reference_objective(self) -> float:
+        """The Quality Ratio's reference: the heuristic's objective."""
+        return self.reference["heuristic"]["objective"]
+
+    @property
+    def best_objective(self) -> float:
+        """The best-known objective: the exact solver's when it ran, else the heuristic's."""
+        optimal = self.reference.get("optimal")
+        return optimal["objective"] if optimal else self.reference_objective

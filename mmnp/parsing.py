@@ -1,0 +1,246 @@
+"""Tolerant, bounded, code-free parsing of a model's final `Answer:` line.
+
+Every task's parser goes through here: find the last `Answer:` marker, cut out the value
+(a bracketed literal, or the rest of the line for arrow chains such as `0 -> 3 -> 1`),
+and read it as data with `json` or a small literal reader. Nothing is evaluated, input
+size and nesting are bounded, and every failure is a `ParseError` with a message a
+person can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+MAX_VALUE_CHARS = 20_000  # an honest answer to any task here is far shorter
+MAX_DEPTH = 6
+MAX_DIGITS = 12
+MAX_ITEMS = 10_000
+_LIMIT = 10**MAX_DIGITS
+
+
+class ParseError(ValueError):
+    """The answer could not be read as the task's format; the message says why."""
+
+
+# Searched on the reversed text so the first hit is the last marker: linear, no match lists.
+_REVERSED_MARKER = re.compile(r"[:：]\s{0,8}(?:\*\*|__)?\s{0,8}rewsna", re.IGNORECASE)
+_FENCE = re.compile(r"^\s*(?:\*\*|__|`{3}[A-Za-z]*|`|\$+|\\boxed\{|\\\[|\s)+")
+_OPEN = {"[": "]", "(": ")", "{": "}"}
+_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<num>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
+      | (?P<str>"[^"\n]{0,64}"|'[^'\n]{0,64}')
+      | (?P<word>[A-Za-z_][A-Za-z0-9_]{0,63})
+      | (?P<arrow>->|=>|→|⟶|—>|–>)
+      | (?P<punct>[\[\](){},:;])
+      | (?P<bad>\S)
+    )""",
+    re.VERBOSE,
+)
+
+
+def extract_answer(text: Any) -> str:
+    """The value after the last `Answer:` marker, with markdown and code fences removed."""
+    if not isinstance(text, str):
+        raise ParseError(f"the response is {type(text).__name__}, not text")
+    match = _REVERSED_MARKER.search(text[::-1])
+    if match is None:
+        raise ParseError("no 'Answer:' line found; end the response with a line 'Answer: <value>'")
+    start = len(text) - match.start()
+    rest = text[start : start + MAX_VALUE_CHARS + 64]
+    rest = _FENCE.sub("", rest, count=1)
+    if not rest:
+        raise ParseError("the 'Answer:' line is empty")
+    if rest[0] in _OPEN:
+        return _bracketed(rest)
+    line = rest.split("\n", 1)[0].strip().rstrip(".`*$}")
+    if not line:
+        raise ParseError("the 'Answer:' line is empty")
+    if not line[0].isdigit() and line[0] not in "+-":
+        # prose before the value ("Answer: the items are [1, 4]"): start at the first bracket
+        bracket = min((i for i in (line.find(c) for c in _OPEN) if i >= 0), default=-1)
+        if bracket >= 0:
+            return _bracketed(rest[rest.index(line) + bracket :])
+    return line
+
+
+_STRUCTURE = re.compile(r"[\"'\[\](){}]")
+
+
+def _bracketed(rest: str) -> str:
+    """The balanced bracketed value at the start of `rest` (brackets inside strings ignored)."""
+    depth = 0
+    quote = ""
+    for m in _STRUCTURE.finditer(rest, 0, MAX_VALUE_CHARS):
+        ch = m.group()
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[({":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ParseError(f"the answer is nested more than {MAX_DEPTH} levels deep")
+        else:
+            depth -= 1
+            if depth == 0:
+                return rest[: m.end()]
+    if len(rest) > MAX_VALUE_CHARS:
+        raise ParseError(f"the answer is longer than {MAX_VALUE_CHARS} characters")
+    raise ParseError("the answer's brackets are not closed")
+
+
+def parse_value(value: str) -> Any:
+    """Read an answer value as nested lists of ints, floats and strings (dicts as pair lists)."""
+    if len(value) > MAX_VALUE_CHARS:
+        raise ParseError(f"the answer is longer than {MAX_VALUE_CHARS} characters")
+    if value[:1] in "[{":
+        try:
+            return _normalise(json.loads(value), 0)
+        except (ValueError, RecursionError):
+            pass  # not strict JSON: tuples, single quotes, bare words; the literal reader takes it
+    return _LiteralReader(value).read()
+
+
+def _normalise(obj: Any, depth: int) -> Any:
+    """JSON objects become [key, value] pair lists, keys that spell integers become ints."""
+    if depth > MAX_DEPTH:
+        raise ParseError(f"the answer is nested more than {MAX_DEPTH} levels deep")
+    if isinstance(obj, list):
+        if len(obj) > MAX_ITEMS:
+            raise ParseError(f"the answer has more than {MAX_ITEMS} entries")
+        if all(type(x) is int for x in obj):  # the common case, checked in C
+            if obj and (max(obj) >= _LIMIT or min(obj) <= -_LIMIT):
+                raise ParseError("a number in the answer is too large")
+            return obj
+        return [_normalise(x, depth + 1) for x in obj]
+    if isinstance(obj, dict):
+        return [[_key(k), _normalise(v, depth + 1)] for k, v in obj.items()]
+    if isinstance(obj, int) and not isinstance(obj, bool) and len(str(abs(obj))) > MAX_DIGITS:
+        raise ParseError(f"the number {str(obj)[:20]}... is too large")
+    return obj
+
+
+def _key(key: str) -> Any:
+    return int(key) if re.fullmatch(r"-?\d{1,12}", key) else key
+
+
+class _LiteralReader:
+    """A recursive-descent reader for Python-ish literals and arrow chains; it never evaluates."""
+
+    def __init__(self, value: str) -> None:
+        self.tokens: list[tuple[str, str]] = []
+        for m in _TOKEN.finditer(value):
+            kind = m.lastgroup
+            if kind is None:
+                continue
+            text = m.group(kind)
+            if kind == "bad":
+                raise ParseError(f"unexpected character {text!r} in the answer")
+            self.tokens.append((kind, text))
+            if len(self.tokens) > 4 * MAX_ITEMS:
+                raise ParseError(f"the answer has more than {MAX_ITEMS} entries")
+        self.pos = 0
+
+    def read(self) -> Any:
+        if not self.tokens:
+            raise ParseError("the answer is empty")
+        if self.tokens[0][1] in _OPEN:
+            result = self._item(0)
+            if self.pos != len(self.tokens):
+                raise ParseError(f"unexpected {self.tokens[self.pos][1]!r} after the answer's closing bracket")
+            return result
+        return self._sequence(end=None, depth=0)  # a bare chain: 0 -> 3 -> 1, or 0, 3, 1
+
+    def _item(self, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise ParseError(f"the answer is nested more than {MAX_DEPTH} levels deep")
+        if self.pos >= len(self.tokens):
+            raise ParseError("the answer ends in the middle of a value")
+        kind, text = self.tokens[self.pos]
+        self.pos += 1
+        if kind == "punct" and text in _OPEN:
+            return self._sequence(end=_OPEN[text], depth=depth + 1)
+        if kind == "num":
+            return _number(text)
+        if kind == "str":
+            return text[1:-1]
+        if kind == "word":
+            return text
+        raise ParseError(f"unexpected {text!r} in the answer")
+
+    def _sequence(self, end: str | None, depth: int) -> list:
+        items: list = []
+        while self.pos < len(self.tokens):
+            kind, text = self.tokens[self.pos]
+            if end is not None and text == end:
+                self.pos += 1
+                return _pairs_if_mapping(items)
+            if kind == "arrow" or text in ",;":
+                self.pos += 1
+                continue
+            if text == ":":
+                self.pos += 1
+                items.append(_COLON)
+                continue
+            if kind == "punct" and text in ")]}":
+                raise ParseError(f"mismatched {text!r} in the answer")
+            items.append(self._item(depth))
+            if len(items) > MAX_ITEMS:
+                raise ParseError(f"the answer has more than {MAX_ITEMS} entries")
+        if end is not None:
+            raise ParseError("the answer's brackets are not closed")
+        return _pairs_if_mapping(items)
+
+
+_COLON = object()
+
+
+def _pairs_if_mapping(items: list) -> list:
+    """`{0: 1, 1: 2}` and `0: 1, 1: 2` become [[0, 1], [1, 2]]; plain lists pass through."""
+    if _COLON not in items:
+        return items
+    if len(items) % 3 or any(items[i] is not _COLON for i in range(1, len(items), 3)):
+        raise ParseError("a mapping in the answer is not a list of 'key: value' pairs")
+    return [[items[i], items[i + 2]] for i in range(0, len(items), 3)]
+
+
+def _number(text: str) -> int | float:
+    digits = text.lstrip("+-").split(".")[0].split("e")[0].split("E")[0]
+    if len(digits) > MAX_DIGITS or ("e" in text.lower() and "." not in text and len(text) > MAX_DIGITS):
+        raise ParseError(f"the number {text[:20]!r} is too large")
+    if "." in text or "e" in text.lower():
+        number = float(text)
+        if number != number or abs(number) > 10**MAX_DIGITS:
+            raise ParseError(f"the number {text[:20]!r} is out of range")
+        return number
+    return int(text)
+
+
+def as_int(x: Any, what: str) -> int:
+    """An integer entry, accepting 3.0 but not 3.5, True, or '3'."""
+    if isinstance(x, bool):
+        raise ParseError(f"{what} {x!r} is not an integer")
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    raise ParseError(f"{what} {str(x)[:20]!r} is not an integer")
+
+
+def parse_int_list(text: Any, what: str) -> list[int]:
+    """The common answer shape: a flat list (or arrow chain) of integer ids."""
+    value = parse_value(extract_answer(text))
+    if not isinstance(value, list):
+        value = [value]
+    if all(type(x) is int for x in value):
+        return value
+    out = []
+    for x in value:
+        if isinstance(x, list):
+            raise ParseError(f"expected a flat list of {what} ids, found a nested list")
+        out.append(as_int(x, what))
+    return out

@@ -1,0 +1,221 @@
+"""The task protocol: one generator, verifier and solver module per task, bound by `Task`.
+
+A task `x` is three files with the same name, `generators/x.py`, `verifiers/x.py` and
+`solvers/x.py`, that provide the module-level names in the three Protocols below, and one
+`register(Task.from_modules(...))` line in `mmnp/tasks.py`. Everything else (datasets,
+the CLI, metrics, rewards, the conformance tests) works through this class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import zlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Mapping, Protocol
+
+import numpy as np
+
+from mmnp.core import DIFFICULTIES, Instance, Verdict, Violation, content_hash
+from mmnp.parsing import ParseError
+from mmnp.render import DEFAULT_SIZE, GREEN, RED, WHITE, Canvas
+
+DEFAULT_TIME_LIMIT = 10.0  # deterministic seconds of CP-SAT work per instance
+
+
+class GeneratorModule(Protocol):
+    Config: type  # a frozen dataclass; (lo, hi) tuples are ranges sampled per instance
+    PRESETS: Mapping[str, Any]  # difficulty -> Config
+    IMAGE_PROMPT: str  # the image modality's text: instruction and answer format only
+
+    def generate(self, params: dict, rng: np.random.Generator) -> tuple[dict, Any]: ...  # (data, planted)
+    def prompt(self, data: dict) -> str: ...
+    def render(self, data: dict, size: int, solution: Any = None, violations: tuple[Violation, ...] = ()) -> Canvas: ...
+
+
+class VerifierModule(Protocol):
+    VIOLATION_KINDS: Mapping[str, str]  # kind -> what it means
+
+    def parse(self, text: str) -> Any: ...  # raises ParseError
+    def check(self, data: dict, solution: Any) -> tuple[float | None, list[Violation]]: ...
+    def canonical(self, solution: Any) -> Any: ...  # hashable; equal for equivalent solutions
+    def format(self, solution: Any) -> str: ...  # the value of an `Answer:` line
+
+
+class SolverModule(Protocol):
+    def heuristic(self, data: dict) -> Any: ...
+    def optimal(self, data: dict, time_limit: float, hint: Any) -> tuple[Any, bool]: ...  # (solution, proven)
+    def random(self, data: dict, rng: np.random.Generator) -> Any: ...
+
+
+def sample_params(config: Any, rng: np.random.Generator) -> dict:
+    """Concrete parameters for one instance: each (lo, hi) range sampled, scalars kept."""
+    params = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if isinstance(value, tuple) and len(value) == 2:
+            lo, hi = value
+            if isinstance(lo, int) and isinstance(hi, int):
+                value = int(rng.integers(lo, hi + 1))
+            else:
+                value = round(float(rng.uniform(lo, hi)), 3)
+        params[f.name] = value
+    return params
+
+
+def coerce_override(config: Any, key: str, value: Any) -> Any:
+    """Turn a CLI string ("25", "20-30", "0.3") into the type of the config field `key`."""
+    names = [f.name for f in dataclasses.fields(config)]
+    if key not in names:
+        raise ValueError(f"unknown parameter {key!r} for {type(config).__module__.rsplit('.', 1)[-1]}; "
+                         f"valid parameters: {', '.join(names)}")
+    if not isinstance(value, str):
+        return tuple(value) if isinstance(value, list) else value
+    current = getattr(config, key)
+    number = float if isinstance(current, float) or (isinstance(current, tuple) and isinstance(current[0], float)) else int
+    try:
+        if "-" in value.strip("-"):
+            lo, hi = value.split("-", 1)
+            return (number(lo), number(hi))
+        return number(value)
+    except ValueError:
+        raise ValueError(f"parameter {key}={value!r}: expected a {number.__name__} or a range like 20-30") from None
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    category: str
+    direction: str  # "min" or "max"
+    generator: GeneratorModule
+    verifier: VerifierModule
+    solver: SolverModule
+
+    @classmethod
+    def from_modules(cls, name: str, category: str, direction: str) -> Task:
+        """Bind `mmnp.{generators,verifiers,solvers}.<name>` into a task."""
+        load = lambda layer: importlib.import_module(f"mmnp.{layer}.{name}")  # noqa: E731
+        return cls(name, category, direction, load("generators"), load("verifiers"), load("solvers"))
+
+    # -- instances --------------------------------------------------------------------
+    @property
+    def presets(self) -> Mapping[str, Any]:
+        return self.generator.PRESETS
+
+    def config(self, difficulty: str, **overrides: Any) -> Any:
+        if difficulty not in self.presets:
+            raise ValueError(f"unknown difficulty {difficulty!r} for {self.name}; choose from {', '.join(self.presets)}")
+        base = self.presets[difficulty]
+        return dataclasses.replace(base, **{k: coerce_override(base, k, v) for k, v in overrides.items()})
+
+    def rng(self, difficulty: str, seed: int) -> np.random.Generator:
+        """The instance's random stream: a pure function of (task, difficulty, seed)."""
+        code = DIFFICULTIES.index(difficulty) if difficulty in DIFFICULTIES else zlib.crc32(difficulty.encode())
+        return np.random.default_rng(np.random.SeedSequence([zlib.crc32(self.name.encode()), code, seed]))
+
+    def generate(self, difficulty: str = "medium", seed: int = 0, *, id: str | None = None,
+                 optimal: bool = False, time_limit: float = DEFAULT_TIME_LIMIT, **overrides: Any) -> Instance:
+        """A seeded instance with its prompts and references (the exact one when `optimal`)."""
+        rng = self.rng(difficulty, seed)
+        params = sample_params(self.config(difficulty, **overrides), rng)
+        data, planted = self.generator.generate(params, rng)
+        heuristic = self.solver.heuristic(data)
+        reference: dict[str, Any] = {"heuristic": self._reference(data, heuristic), "optimal": None}
+        if planted is not None:
+            reference["planted"] = self._reference(data, planted)
+        if optimal:
+            hint = self._better(reference["heuristic"], reference.get("planted"))["solution"]
+            solution, proven = self.solver.optimal(data, time_limit, hint)
+            reference["optimal"] = {**self._reference(data, solution), "proven": proven}
+        return Instance(
+            id=id or f"{self.name}-{difficulty}-{seed}",
+            task=self.name,
+            difficulty=difficulty,
+            seed=seed,
+            params=params,
+            data=data,
+            hash=content_hash(self.name, data),
+            prompt=self.generator.prompt(data),
+            image_prompt=self.generator.IMAGE_PROMPT,
+            reference=reference,
+        )
+
+    def _reference(self, data: dict, solution: Any) -> dict:
+        objective, violations = self.verifier.check(data, solution)
+        if violations:
+            raise RuntimeError(f"{self.name}: a reference solver returned an infeasible solution: {violations[0].message}")
+        return {"objective": objective, "solution": solution}
+
+    def _better(self, a: dict, b: dict | None) -> dict:
+        if b is None:
+            return a
+        return b if self.is_better(b["objective"], a["objective"]) else a
+
+    def is_better(self, x: float, y: float) -> bool:
+        return x < y if self.direction == "min" else x > y
+
+    # -- answers ----------------------------------------------------------------------
+    def verify(self, instance: Instance | Mapping, text: str) -> Verdict:
+        """Parse and check a model's response. Never raises, never evaluates the text."""
+        try:
+            solution = self.verifier.parse(text)
+        except ParseError as e:
+            return Verdict(parsed=False, error=str(e))
+        except Exception as e:  # a parser bug must not crash an RL loop; the tests hunt these
+            return Verdict(parsed=False, error=f"internal parser error ({type(e).__name__}); please report it")
+        try:
+            return self.check(instance, solution)
+        except (TypeError, KeyError):
+            raise  # a malformed instance is the caller's error, not the model's
+        except Exception as e:
+            return Verdict(parsed=True, error=f"internal verifier error ({type(e).__name__}); please report it")
+
+    def check(self, instance: Instance | Mapping, solution: Any) -> Verdict:
+        """Check a structured solution (as `parse` returns it) against the instance."""
+        objective, violations = self.verifier.check(_data(instance), solution)
+        return Verdict(parsed=True, feasible=not violations, objective=None if violations else objective,
+                       violations=violations, solution=solution)
+
+    def format_answer(self, solution: Any) -> str:
+        return f"Answer: {self.verifier.format(solution)}"
+
+    def quality_ratio(self, objective: float | None, reference: float) -> float:
+        """NP-Bench's ratio against `reference`; 0 for no (infeasible) or zero-valued answers."""
+        if objective is None:
+            return 0.0
+        if self.direction == "min":
+            return reference / objective if objective > 0 else 0.0
+        return objective / reference if reference > 0 else 0.0
+
+    # -- pictures ---------------------------------------------------------------------
+    def render(self, instance: Instance | Mapping, size: int = DEFAULT_SIZE, answer: str | None = None) -> bytes:
+        """The instance as PNG bytes; with `answer`, the answer drawn over it, violations marked."""
+        data = _data(instance)
+        if answer is None:
+            return self.generator.render(data, size).png()
+        verdict = self.verify(instance, answer)
+        canvas = self.generator.render(data, size, verdict.solution, tuple(verdict.violations))
+        return _with_caption(canvas, verdict).png()
+
+
+def _data(instance: Instance | Mapping) -> dict:
+    if isinstance(instance, Instance):
+        return instance.data
+    try:
+        return instance["instance"]
+    except (KeyError, TypeError):
+        raise TypeError("expected an Instance or an instance record (a dict with an 'instance' field)") from None
+
+
+def _with_caption(canvas: Canvas, verdict: Verdict) -> Canvas:
+    """The picture with the verdict in a banner below it, cut to the picture's width."""
+    strip = 28
+    out = Canvas(canvas.width, canvas.height + strip)
+    out.image.paste(canvas.image, (0, 0))
+    out.rect((0, canvas.height, canvas.width, canvas.height + strip), fill=GREEN if verdict.feasible else RED)
+    text = verdict.summary()
+    while len(text) > 4 and out.text_width(text, 14, bold=True) > canvas.width - 16:
+        text = text[: int(len(text) * 0.9)].rstrip() + "..."
+    out.text((8, canvas.height + strip / 2), text, size=14, colour=WHITE, anchor="lm", bold=True)
+    return out

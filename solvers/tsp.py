@@ -1,0 +1,126 @@
+"""TSP: nearest neighbour + 2-opt/Or-opt (vectorised, several starts); CP-SAT circuit."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mmnp.solvers import cpsat
+
+STARTS = 4  # nearest-neighbour starts tried by the heuristic
+
+
+def distances(data: dict) -> np.ndarray:
+    xy = np.asarray(data["coords"], dtype=np.float64)
+    return np.floor(np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(-1)) + 0.5).astype(np.int64)
+
+
+def heuristic(data: dict) -> list[int]:
+    d = distances(data)
+    n = len(d)
+    best, best_len = None, None
+    for start in sorted({(k * n) // STARTS for k in range(STARTS)}):
+        tour = _local_search(d, _nearest_neighbour(d, start))
+        length = int(d[tour, np.roll(tour, -1)].sum())
+        if best_len is None or length < best_len:
+            best, best_len = tour, length
+    i = int(np.argmin(best))
+    return [int(c) for c in np.roll(best, -i)]
+
+
+def _nearest_neighbour(d: np.ndarray, start: int) -> np.ndarray:
+    n = len(d)
+    unvisited = np.ones(n, dtype=bool)
+    tour = [start]
+    unvisited[start] = False
+    for _ in range(n - 1):
+        row = np.where(unvisited, d[tour[-1]], np.iinfo(np.int64).max)
+        nxt = int(np.argmin(row))
+        tour.append(nxt)
+        unvisited[nxt] = False
+    return np.array(tour)
+
+
+def _local_search(d: np.ndarray, tour: np.ndarray) -> np.ndarray:
+    """Best-improvement 2-opt, then Or-opt (segments of 1-3 cities, either direction),
+    each move found with one vectorised pass, until neither improves."""
+    n = len(tour)
+    if n < 5:
+        return tour
+    idx = np.arange(n)
+    two_opt_ok = (idx[None, :] > idx[:, None] + 1) & ~((idx[:, None] == 0) & (idx[None, :] == n - 1))
+    while True:
+        a, b = tour, np.roll(tour, -1)
+        gain = d[a, b][:, None] + d[a, b][None, :] - d[a[:, None], a[None, :]] - d[b[:, None], b[None, :]]
+        gain = np.where(two_opt_ok, gain, 0)
+        k = int(np.argmax(gain))
+        if gain.flat[k] > 0:
+            i, j = divmod(k, n)
+            tour = np.concatenate([tour[: i + 1], tour[i + 1 : j + 1][::-1], tour[j + 1 :]])
+            continue
+        moved = _or_opt(d, tour)
+        if moved is None:
+            return tour
+        tour = moved
+
+
+def _or_opt(d: np.ndarray, tour: np.ndarray) -> np.ndarray | None:
+    n = len(tour)
+    best_gain, best_move = 0, None
+    pos = np.arange(n)
+    for seg in (1, 2, 3):
+        first = tour
+        last = np.roll(tour, -(seg - 1))
+        prev = np.roll(tour, 1)
+        nxt = np.roll(tour, -seg)
+        removal = d[prev, first] + d[last, nxt] - d[prev, nxt]  # per segment start i
+        c, e = tour, np.roll(tour, -1)  # insertion edge (c_j, e_j)
+        forward = d[c[None, :], first[:, None]] + d[last[:, None], e[None, :]]
+        backward = d[c[None, :], last[:, None]] + d[first[:, None], e[None, :]]
+        insert = np.minimum(forward, backward) - d[c, e][None, :]
+        gain = removal[:, None] - insert
+        # edge j must lie outside the segment and not be one of its two boundary edges
+        offset = (pos[None, :] - pos[:, None]) % n
+        gain = np.where((offset >= seg) & (offset <= n - 2), gain, 0)
+        k = int(np.argmax(gain))
+        if gain.flat[k] > best_gain:
+            i, j = divmod(k, n)
+            best_gain, best_move = int(gain.flat[k]), (i, j, seg, bool(backward.flat[k] < forward.flat[k]))
+    if best_move is None:
+        return None
+    i, j, seg, reverse = best_move
+    order = np.roll(tour, -i)  # the segment is now order[:seg], edge j is at offset (j - i) % n
+    segment, rest = order[:seg], order[seg:]
+    at = (j - i) % n - seg  # index in `rest` of the edge's first city
+    if reverse:
+        segment = segment[::-1]
+    return np.concatenate([rest[: at + 1], segment, rest[at + 1 :]])
+
+
+def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:
+    """CP-SAT with a circuit constraint over all arcs, started from `hint`."""
+    from ortools.sat.python import cp_model
+
+    d = distances(data)
+    n = len(d)
+    model = cp_model.CpModel()
+    arcs, lits = [], {}
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                lits[i, j] = model.NewBoolVar("")
+                arcs.append((i, j, lits[i, j]))
+    model.AddCircuit(arcs)
+    model.Minimize(sum(int(d[i, j]) * lit for (i, j), lit in lits.items()))
+    hinted = {(a, b) for a, b in zip(hint, hint[1:] + hint[:1])}
+    for key, lit in lits.items():
+        model.AddHint(lit, key in hinted)
+    solver, proven = cpsat.solve(model, time_limit)
+    succ = {i: j for (i, j), lit in lits.items() if solver.Value(lit)}
+    tour = [0]
+    while len(tour) < n:
+        tour.append(succ[tour[-1]])
+    return tour, proven
+
+
+def random(data: dict, rng: np.random.Generator) -> list[int]:
+    return [int(c) for c in rng.permutation(len(data["coords"]))]

@@ -1,0 +1,1 @@
+"""Answer parsers and constraint checkers, one module per task."""

@@ -1,0 +1,67 @@
+"""TSP answers: a tour as city ids; objective = total EUC_2D length."""
+
+from __future__ import annotations
+
+import math
+
+from mmnp.core import Violation, violation
+from mmnp.parsing import parse_int_list
+
+VIOLATION_KINDS = {
+    "unknown_city": "an id that is not a city",
+    "repeated_city": "a city visited more than once",
+    "missing_city": "a city never visited",
+}
+
+
+def parse(text: str) -> list[int]:
+    tour = parse_int_list(text, "city")
+    if len(tour) > 1 and tour[0] == tour[-1]:
+        tour = tour[:-1]  # a closed tour may repeat its start
+    return tour
+
+
+def check(data: dict, tour: list[int]) -> tuple[float | None, list[Violation]]:
+    coords = data["coords"]
+    n = len(coords)
+    seen = [False] * n
+    unknown, repeated = [], []
+    for c in tour:
+        if not 0 <= c < n:
+            unknown.append(c)
+        elif seen[c]:
+            repeated.append(c)
+        else:
+            seen[c] = True
+    violations = []
+    if unknown:
+        violations.append(violation("unknown_city", f"not city ids (cities are 0..{n - 1})", unknown))
+    if repeated:
+        violations.append(violation("repeated_city", "cities visited more than once", repeated))
+    if len(tour) - len(unknown) - len(repeated) < n:
+        violations.append(violation("missing_city", "cities never visited", [c for c in range(n) if not seen[c]]))
+    if violations:
+        return None, violations
+    return tour_length(coords, tour), []
+
+
+def tour_length(coords: list[list[int]], tour: list[int]) -> int:
+    """TSPLIB EUC_2D: each leg's Euclidean length rounded to the nearest integer."""
+    prev = coords[tour[-1]]
+    total = 0
+    for c in tour:
+        here = coords[c]
+        total += int(math.dist(prev, here) + 0.5)
+        prev = here
+    return total
+
+
+def canonical(tour: list[int]) -> tuple[int, ...]:
+    """The same cycle whatever its start and direction."""
+    i = tour.index(min(tour))
+    t = tour[i:] + tour[:i]
+    return tuple(t if len(t) < 3 or t[1] <= t[-1] else [t[0]] + t[:0:-1])
+
+
+def format(tour: list[int]) -> str:
+    return str(list(tour))

@@ -1,0 +1,48 @@
+"""Vertex cover answers: a list of vertex ids; objective = the set's size."""
+
+from __future__ import annotations
+
+from mmnp.core import Violation, edge_str, violation
+from mmnp.parsing import parse_int_list
+
+VIOLATION_KINDS = {
+    "unknown_vertex": "an id that is not a vertex",
+    "repeated_vertex": "a vertex listed more than once",
+    "uncovered_edge": "an edge with neither endpoint in the set",
+}
+
+
+def parse(text: str) -> list[int]:
+    return parse_int_list(text, "vertex")
+
+
+def check(data: dict, cover: list[int]) -> tuple[float | None, list[Violation]]:
+    n = data["n"]
+    chosen = [False] * n
+    unknown, repeated = [], []
+    for v in cover:
+        if not 0 <= v < n:
+            unknown.append(v)
+        elif chosen[v]:
+            repeated.append(v)
+        else:
+            chosen[v] = True
+    violations = []
+    if unknown:
+        violations.append(violation("unknown_vertex", f"not vertex ids (vertices are 0..{n - 1})", unknown))
+    if repeated:
+        violations.append(violation("repeated_vertex", "vertices listed more than once", repeated))
+    uncovered = [(u, v) for u, v in data["edges"] if not (chosen[u] or chosen[v])]
+    if uncovered:
+        violations.append(violation("uncovered_edge", "edges not covered", uncovered, fmt=edge_str))
+    if violations:
+        return None, violations
+    return len(cover), []
+
+
+def canonical(cover: list[int]) -> tuple[int, ...]:
+    return tuple(sorted(cover))
+
+
+def format(cover: list[int]) -> str:
+    return str(sorted(cover))
