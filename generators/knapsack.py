@@ -38,12 +38,11 @@ IMAGE_PROMPT = (
 
 
 def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
-    """Weakly correlated items (value ~ weight +- noise); the planted set favours good
-    value per weight, and the capacity is its weight plus a little slack."""
+    """Weakly correlated items (value = weight x a factor in [0.6, 1.4]); the planted set
+    favours good value per weight, and the capacity is its weight plus a little slack."""
     n, wmax, vmax = params["n"], params["max_weight"], params["max_value"]
     weights = rng.integers(1, wmax + 1, size=n)
-    noise = rng.integers(-vmax // 4, vmax // 4 + 1, size=n)
-    values = np.clip(np.round(weights * vmax / wmax).astype(int) + noise, 1, vmax)
+    values = np.clip(np.round(weights * (vmax / wmax) * rng.uniform(0.6, 1.4, size=n)).astype(int), 1, vmax)
     k = max(1, round(params["planted_fraction"] * n))
     score = values / weights * rng.uniform(0.7, 1.3, size=n)
     planted = sorted(int(i) for i in np.argsort(-score, kind="stable")[:k])

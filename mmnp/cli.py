@@ -12,6 +12,7 @@ from typing import Callable, List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -174,10 +175,10 @@ def verify(
         out_console.print_json(json.dumps({"id": inst.id, **verdict.to_dict(), "ratio": ratio, "opt_ratio": opt_ratio}))
         return
     colour = "green" if verdict.feasible else "red"
-    out_console.print(f"[bold]{inst.id}[/] ({task.name}, {task.direction}imise): [{colour}]{verdict.summary()}[/]",
-                      highlight=False)
+    out_console.print(f"[bold]{inst.id}[/] ({task.name}, {task.direction}imise): "
+                      f"[{colour}]{escape(verdict.summary())}[/]", highlight=False)
     for v in verdict.violations:
-        out_console.print(f"  - [{v.kind}] {v.message}", highlight=False)
+        out_console.print(escape(f"  - [{v.kind}] {v.message}"), highlight=False)
     if verdict.feasible:
         out_console.print(f"  quality ratio {ratio:.3f} (reference {inst.reference_objective:g}), "
                           f"optimality ratio {opt_ratio:.3f} (best known {inst.best_objective:g})")

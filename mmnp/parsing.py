@@ -99,9 +99,11 @@ def parse_value(value: str) -> Any:
         raise ParseError(f"the answer is longer than {MAX_VALUE_CHARS} characters")
     if value[:1] in "[{":
         try:
-            return _normalise(json.loads(value), 0)
+            loaded = json.loads(value)
         except (ValueError, RecursionError):
             pass  # not strict JSON: tuples, single quotes, bare words; the literal reader takes it
+        else:
+            return _normalise(loaded, 0)
     return _LiteralReader(value).read()
 
 
@@ -119,8 +121,10 @@ def _normalise(obj: Any, depth: int) -> Any:
         return [_normalise(x, depth + 1) for x in obj]
     if isinstance(obj, dict):
         return [[_key(k), _normalise(v, depth + 1)] for k, v in obj.items()]
-    if isinstance(obj, int) and not isinstance(obj, bool) and len(str(abs(obj))) > MAX_DIGITS:
-        raise ParseError(f"the number {str(obj)[:20]}... is too large")
+    if isinstance(obj, int) and not isinstance(obj, bool) and not -_LIMIT < obj < _LIMIT:
+        raise ParseError("a number in the answer is too large")
+    if isinstance(obj, float) and not -_LIMIT < obj < _LIMIT:  # also rejects inf and NaN
+        raise ParseError(f"the number {obj} in the answer is out of range")
     return obj
 
 

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests import their helper modules by name
+
+import mmnp  # noqa: E402
+from mmnp.dataset import GenerateSpec, generate_dataset  # noqa: E402
+
+TASK_NAMES = [t.name for t in mmnp.list_tasks()]
+
+
+@pytest.fixture(params=TASK_NAMES)
+def task(request):
+    return mmnp.get_task(request.param)
+
+
+@pytest.fixture(scope="session")
+def small_dataset(tmp_path_factory) -> Path:
+    """Two instances per task and difficulty, with images and exact references."""
+    out = tmp_path_factory.mktemp("data") / "bench"
+    spec = GenerateSpec(tasks=tuple(TASK_NAMES), difficulties=("easy", "medium"), count=2, seed=0, time_limit=2.0)
+    generate_dataset(out, spec, workers=1)
+    return out

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import filecmp
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+import mmnp
+from mmnp.dataset import IN_PROGRESS, GenerateSpec, find_instance, generate_dataset, load_dataset
+
+SPEC = GenerateSpec(tasks=("tsp", "knapsack", "graph_coloring"), difficulties=("easy", "medium"), count=3, seed=5,
+                    time_limit=1.0)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_byte_identical_whatever_the_worker_count(tmp_path):
+    generate_dataset(tmp_path / "one", SPEC, workers=1)
+    generate_dataset(tmp_path / "two", SPEC, workers=2)
+    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+
+
+def test_layout_records_and_manifest(small_dataset):
+    manifest = json.loads((small_dataset / "manifest.json").read_text())
+    assert manifest["total"] == sum(sum(c.values()) for c in manifest["counts"].values())
+    for rel, digest in manifest["files"].items():
+        if rel.endswith(".jsonl"):
+            assert hashlib.sha256((small_dataset / rel).read_bytes()).hexdigest() == digest
+    instances = list(load_dataset(small_dataset))
+    assert len(instances) == manifest["total"]
+    for inst in instances:
+        record = inst.to_record()
+        for key in ("id", "task", "difficulty", "seed", "params", "instance", "hash", "prompt", "image", "image_prompt"):
+            assert record[key] is not None
+        assert set(record["reference"]["heuristic"]) == {"objective", "solution"}
+        assert set(record["reference"]["optimal"]) == {"objective", "solution", "proven"}
+        assert (small_dataset / inst.image).read_bytes().startswith(b"\x89PNG")
+        assert inst.prompt.rstrip().splitlines()[-1].startswith("Answer: ")
+        # the instance regenerates from its stored seed
+        task = mmnp.get_task(inst.task)
+        assert task.generate(inst.difficulty, inst.seed).hash == inst.hash
+        assert inst.id.startswith(f"{inst.task}-{inst.difficulty}-")
+    assert len({i.id for i in instances}) == len(instances)
+
+
+def test_load_filters_and_find(small_dataset):
+    only = list(load_dataset(small_dataset, tasks=["knapsack"], difficulties=["medium"]))
+    assert {(i.task, i.difficulty) for i in only} == {("knapsack", "medium")} and len(only) == 2
+    assert find_instance(small_dataset, only[1].id) == only[1]
+    with pytest.raises(KeyError, match="no instance 'knapsack-medium-0099'"):
+        find_instance(small_dataset, "knapsack-medium-0099")
+    with pytest.raises(FileNotFoundError, match="no readable manifest.json"):
+        list(load_dataset(small_dataset / "knapsack"))
+
+
+def test_existing_output_is_protected(tmp_path):
+    out = tmp_path / "data"
+    small = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=2, seed=0, images=False, optimal=False)
+    generate_dataset(out, small)
+    other = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=2, seed=1, images=False, optimal=False)
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        generate_dataset(out, other)
+    assert generate_dataset(out, small)["arguments"]["seed"] == 0  # same spec: already complete, untouched
+    assert generate_dataset(out, other, overwrite=True)["arguments"]["seed"] == 1
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("precious")
+    with pytest.raises(FileExistsError, match="did not write"):
+        generate_dataset(foreign, small, overwrite=True)
+    assert (foreign / "thesis.tex").read_text() == "precious"
+
+
+def test_interrupted_generation_resumes_to_the_same_bytes(tmp_path):
+    generate_dataset(tmp_path / "clean", SPEC)
+
+    def crash(done: int, total: int) -> None:
+        if done == 10:  # mid-way through the fourth shard
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(tmp_path / "crashed", SPEC, progress=crash)
+    partial = tmp_path / "crashed"
+    assert (partial / IN_PROGRESS).exists() and not (partial / "manifest.json").exists()
+    assert len(list(partial.rglob("*.jsonl"))) == 3
+    with pytest.raises(FileNotFoundError, match="rerun the same"):
+        list(load_dataset(partial))
+    seen = []
+    generate_dataset(partial, SPEC, progress=lambda done, total: seen.append(total))
+    assert seen[-1] == SPEC.count * 3  # only the three unfinished shards were generated
+    assert _tree(tmp_path / "clean") == _tree(partial)
+
+
+def test_bad_specs_fail_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="belongs to none of the tasks"):
+        GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=1, seed=0, params={"colours": "3"})
+    with pytest.raises(ValueError, match="expected an integer or a range"):
+        GenerateSpec(tasks=("tsp",), difficulties=("easy",), count=1, seed=0, params={"tsp.n": "many"})
+    with pytest.raises(ValueError, match="--count"):
+        GenerateSpec(tasks=("tsp",), difficulties=("easy",), count=0, seed=0)
+    assert not any(tmp_path.iterdir())
+
+
+def test_param_overrides_reach_the_instances(tmp_path):
+    spec = GenerateSpec(tasks=("tsp", "knapsack"), difficulties=("easy",), count=2, seed=0, images=False,
+                        optimal=False, params={"n": "8", "knapsack.max_weight": "20"})
+    generate_dataset(tmp_path, spec)
+    for inst in load_dataset(tmp_path):
+        assert inst.params["n"] == 8
+        if inst.task == "knapsack":
+            assert max(inst.data["weights"]) <= 20

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import pytest
+
+from mmnp.parsing import ParseError, extract_answer, parse_int_list, parse_value
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("Answer: [1, 2]", "[1, 2]"),
+        ("answer:[1,2] trailing words", "[1,2]"),
+        ("**Answer:** [3]", "[3]"),
+        ("**Answer**: (3, 4)", "(3, 4)"),
+        ("Answer: 0 -> 3 -> 1", "0 -> 3 -> 1"),
+        ("Answer:\n```python\n[1,\n 2]\n```", "[1,\n 2]"),
+        ("Answer: [1]\nmore\nAnswer: [2]", "[2]"),
+        ("ANSWER： [5]", "[5]"),
+        ("Answer: the chosen items are [1, 4].", "[1, 4]"),
+        ("Answer: [\"a]\", 2]", "[\"a]\", 2]"),
+    ],
+)
+def test_extract_answer(text, value):
+    assert extract_answer(text) == value
+
+
+@pytest.mark.parametrize("text", ["no marker here", "Answer:", "Answer:   \n", "Answer: [1, 2", "Answer: " + "[" * 10 + "]" * 10])
+def test_extract_answer_errors(text):
+    with pytest.raises(ParseError):
+        extract_answer(text)
+
+
+@pytest.mark.parametrize(
+    "value, parsed",
+    [
+        ("[1, 2, 3]", [1, 2, 3]),
+        ("(1, 2, 3)", [1, 2, 3]),
+        ("0 -> 3 -> 1", [0, 3, 1]),
+        ("0 → 3 → 1", [0, 3, 1]),
+        ("1, 2; 3", [1, 2, 3]),
+        ("{0: 1, 1: 2}", [[0, 1], [1, 2]]),
+        ('{"0": 1, "1": 2}', [[0, 1], [1, 2]]),
+        ("[(0, 1, '09:30'), (2, 0, \"13:00\")]", [[0, 1, "09:30"], [2, 0, "13:00"]]),
+        ("[1.0, 2]", [1.0, 2]),
+        ("[a, b]", ["a", "b"]),
+    ],
+)
+def test_parse_value(value, parsed):
+    assert parse_value(value) == parsed
+
+
+@pytest.mark.parametrize("value", ["[1, 2)", "[1, 2]]", "{0: 1, 2}", "[1 @ 2]", "[" + "9" * 13 + "]", "[1e400]", "[NaN]"])
+def test_parse_value_errors(value):
+    with pytest.raises(ParseError):
+        parse_value(value)
+
+
+def test_nothing_is_evaluated(tmp_path):
+    """A Python expression is read as text, never run: no side effect, no computed value."""
+    marker = tmp_path / "hacked"
+    for text in [f"Answer: __import__('os').system('touch {marker}')", "Answer: [x for x in range(3)]",
+                 "Answer: eval('[1]')", f"Answer: open('{marker}', 'w')"]:
+        with pytest.raises(ParseError):
+            parse_int_list(text, "item")
+    assert parse_int_list("Answer: [1, 2] + [3]", "item") == [1, 2]  # the list, not the sum
+    assert not marker.exists()
+
+
+def test_parse_int_list():
+    assert parse_int_list("Answer: [0, 2.0, 1]", "city") == [0, 2, 1]
+    assert parse_int_list("Answer: 7", "city") == [7]
+    with pytest.raises(ParseError, match="not an integer"):
+        parse_int_list("Answer: [0, 2.5]", "city")
+    with pytest.raises(ParseError, match="flat list"):
+        parse_int_list("Answer: [[0, 1], [2]]", "city")
+    with pytest.raises(ParseError, match="not an integer"):
+        parse_int_list("Answer: [true, 1]", "city")

@@ -1,0 +1,104 @@
+"""Task-specific checks against hand computation and brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import mmnp
+from mmnp.verifiers import tsp as tsp_verifier
+
+
+def test_tsp_euc2d_rounding_and_length():
+    data = {"coords": [[0, 0], [3, 4], [3, 0]], "grid": 10, "distance": "EUC_2D"}
+    assert tsp_verifier.check(data, [0, 1, 2]) == (5 + 4 + 3, [])
+    # nint: sqrt(2)=1.41 -> 1, sqrt(5)=2.24 -> 2, sqrt(13)=3.61 -> 4, and 2.5 rounds up
+    pairs = {(1, 1): 1, (1, 2): 2, (2, 3): 4}
+    for (dx, dy), d in pairs.items():
+        assert tsp_verifier.tour_length([[0, 0], [dx, dy]], [0, 1]) == 2 * d
+
+
+def test_tsp_accepts_arrows_and_closed_tours():
+    task = mmnp.get_task("tsp")
+    inst = task.generate("easy", seed=0)
+    tour = inst.reference["heuristic"]["solution"]
+    arrows = " -> ".join(map(str, tour + [tour[0]]))
+    verdict = task.verify(inst, f"Answer: {arrows}")
+    assert verdict.feasible and verdict.objective == inst.reference_objective
+
+
+def test_tsp_canonical_ignores_rotation_and_direction():
+    canon = tsp_verifier.canonical
+    assert canon([2, 0, 1, 3]) == canon([0, 1, 3, 2]) == canon([0, 2, 3, 1]) == canon([3, 1, 0, 2])
+    assert canon([0, 1, 2, 3]) != canon([0, 2, 1, 3])
+
+
+def test_tsp_heuristic_and_exact_match_brute_force():
+    task = mmnp.get_task("tsp")
+    for seed in range(4):
+        inst = task.generate("easy", seed=seed, n=7, optimal=True, time_limit=5.0)
+        best = min(tsp_verifier.tour_length(inst.data["coords"], [0, *p]) for p in itertools.permutations(range(1, 7)))
+        assert inst.reference["optimal"]["objective"] == best and inst.reference["optimal"]["proven"]
+        assert inst.reference_objective <= best * 1.05
+
+
+def test_graph_coloring_planted_clique_fixes_the_chromatic_number():
+    task = mmnp.get_task("graph_coloring")
+    for seed in range(3):
+        inst = task.generate("medium", seed=seed, optimal=True, time_limit=5.0)
+        assert inst.reference["optimal"]["proven"]
+        assert inst.reference["optimal"]["objective"] == inst.params["colours"] == inst.reference["planted"]["objective"]
+
+
+def test_graph_coloring_mapping_form_and_colour_names():
+    task = mmnp.get_task("graph_coloring")
+    inst = task.generate("easy", seed=3)
+    colours = inst.reference["heuristic"]["solution"]
+    renamed = [c * 10 + 7 for c in colours]  # other names, same partition
+    mapping = "{" + ", ".join(f"{v}: {c}" for v, c in enumerate(renamed)) + "}"
+    a, b = task.verify(inst, f"Answer: {colours}"), task.verify(inst, f"Answer: {mapping}")
+    assert a.feasible and b.feasible and a.objective == b.objective
+    assert task.verifier.canonical(a.solution) == task.verifier.canonical(b.solution)
+
+
+def _brute_force_cover(data):
+    n = data["n"]
+    for k in range(n + 1):
+        for subset in itertools.combinations(range(n), k):
+            s = set(subset)
+            if all(u in s or v in s for u, v in data["edges"]):
+                return k
+
+
+def test_vertex_cover_exact_matches_brute_force_and_heuristic_is_close():
+    task = mmnp.get_task("vertex_cover")
+    gaps = []
+    for seed in range(6):
+        inst = task.generate("easy", seed=seed, n=12, optimal=True, time_limit=5.0)
+        best = _brute_force_cover(inst.data)
+        assert inst.reference["optimal"]["objective"] == best
+        gaps.append(inst.reference_objective / best)
+    assert max(gaps) <= 1.25 and sum(gaps) / len(gaps) <= 1.05
+
+
+def test_knapsack_dp_is_exact():
+    task = mmnp.get_task("knapsack")
+    for seed in range(5):
+        inst = task.generate("easy", seed=seed, n=12)
+        w, v, cap = inst.data["weights"], inst.data["values"], inst.data["capacity"]
+        best = max(sum(v[i] for i in s) for k in range(13) for s in itertools.combinations(range(12), k)
+                   if sum(w[i] for i in s) <= cap)
+        assert inst.reference_objective == best
+
+
+def test_overrides_and_their_errors():
+    task = mmnp.get_task("tsp")
+    assert len(task.generate("medium", seed=1, n=9).data["coords"]) == 9
+    assert 11 <= len(task.generate("medium", seed=1, n="11-12").data["coords"]) <= 12
+    with pytest.raises(ValueError, match="unknown parameter 'cities'.*valid parameters: n, grid"):
+        task.generate("medium", cities=9)
+    with pytest.raises(ValueError, match="unknown difficulty 'extreme'"):
+        task.generate("extreme")
+    with pytest.raises(KeyError, match="unknown task 'tspp'; registered tasks: tsp"):
+        mmnp.get_task("tspp")
