@@ -112,3 +112,22 @@ def test_param_overrides_reach_the_instances(tmp_path):
         assert inst.params["n"] == 8
         if inst.task == "knapsack":
             assert max(inst.data["weights"]) <= 20
+
+
+def test_readme_states_the_canonical_benchmark_hash(tmp_path):
+    """The preset's benchmark_hash depends only on ids and instance data, so it can be
+    checked without images or exact solving; the README must quote the real one."""
+    import re
+
+    from mmnp.dataset import PRESETS
+    from mmnp.registry import resolve_tasks
+
+    preset = PRESETS["mm-np-bench-v1"]
+    spec = GenerateSpec(tasks=tuple(t.name for t in resolve_tasks(preset["tasks"])),
+                        difficulties=preset["difficulties"], count=preset["count"], seed=preset["seed"],
+                        images=False, optimal=False)
+    manifest = generate_dataset(tmp_path / "v1", spec, workers=2)
+    assert all(set(c.values()) == {34} for c in manifest["counts"].values())
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    stated = re.search(r"benchmark_hash.*?\n\n\s+([0-9a-f]{64})", readme, re.S).group(1)
+    assert manifest["benchmark_hash"] == stated

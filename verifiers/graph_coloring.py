@@ -20,7 +20,9 @@ def parse(text: str) -> list:
     value = parse_value(extract_answer(text))
     if not isinstance(value, list):
         value = [value]
-    if value and all(isinstance(x, list) for x in value):
+    if all(type(x) is int for x in value):
+        return value
+    if all(isinstance(x, list) for x in value):
         if any(len(x) != 2 for x in value):
             raise ParseError("expected 'vertex: colour' pairs or a list of colours")
         return [[as_int(v, "vertex"), as_int(c, "colour")] for v, c in value]

@@ -1,0 +1,157 @@
+"""Per task and difficulty, on one core: generation speed with and without images,
+verification speed, the worst time on hostile 1 MB inputs, the heuristic's gap to the
+best-known objective, and our renderer against networkx + matplotlib.
+
+    python benchmarks/bench_tasks.py [--tasks all] [--difficulty easy,medium,hard] [--count 100]
+
+Targets (medium): >= 100 instances/s with images; >= 50,000 verifications/s; < 20 ms
+for any 1 MB input; heuristic within 5% of best-known on average; rendering >= 3x faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import statistics
+import time
+
+import mmnp
+from mmnp.registry import resolve_tasks
+from mmnp.task import Task
+
+HOSTILE = [
+    "Answer: " + "[" * 500_000 + "]" * 500_000,
+    "Answer: [" + ",".join(["1"] * 400_000) + "]",
+    "Answer: " + "9" * 1_000_000,
+    "answer answer answer:" * 50_000,
+    "Answer: [0, 1]\n" * 70_000,
+    "Answer: " + "é漢🙂\u202e" * 250_000,
+    "Answer: " + " -> ".join(["7"] * 200_000),
+    "x" * 1_000_000 + "Answer: [1, 2, 3]",
+    "Answer: {" + ", ".join(f"{i}: {i}" for i in range(120_000)) + "}",
+    "Answer: [" + '"' * 1_000_000 + "]",
+]
+
+
+def rate(fn, items, min_seconds: float = 0.5) -> float:
+    """Calls per second of fn over items, repeated until min_seconds have passed."""
+    calls, start = 0, time.perf_counter()
+    while True:
+        for item in items:
+            fn(item)
+        calls += len(items)
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds:
+            return calls / elapsed
+
+
+def nx_matplotlib_png(inst, size: int) -> bytes | None:
+    """The way peer benchmarks draw: networkx on matplotlib, same content and pixel size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    data = inst.data
+    if "edges" in data and "n" in data:
+        graph = nx.Graph()
+        graph.add_nodes_from(range(data["n"]))
+        graph.add_edges_from(map(tuple, data["edges"]))
+        pos = nx.circular_layout(graph)
+    elif "coords" in data:
+        graph = nx.Graph()
+        graph.add_nodes_from(range(len(data["coords"])))
+        pos = {i: tuple(c) for i, c in enumerate(data["coords"])}
+    else:
+        return None
+    fig = plt.figure(figsize=(size / 100, size / 100), dpi=100)
+    nx.draw(graph, pos, with_labels=True, node_color="#dde9fc", edgecolors="black", node_size=300, font_size=9)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def bench(task: Task, difficulty: str, count: int, optimal_count: int, size: int) -> dict:
+    seeds = list(range(count))
+    start = time.perf_counter()
+    instances = [task.generate(difficulty, s) for s in seeds]
+    gen = count / (time.perf_counter() - start)
+    start = time.perf_counter()
+    for s in seeds:
+        task.render(task.generate(difficulty, s), size)
+    gen_img = count / (time.perf_counter() - start)
+
+    records = [i.to_record() for i in instances]
+    answers = [(r, "I worked through the constraints step by step.\n" +
+                task.format_answer(r["reference"]["heuristic"]["solution"])) for r in records]
+    verify = rate(lambda pair: task.verify(*pair), answers)
+    worst = 0.0
+    for text in HOSTILE:
+        start = time.perf_counter()
+        task.verify(records[0], text)
+        worst = max(worst, time.perf_counter() - start)
+
+    gaps = []
+    for inst in instances[:optimal_count]:
+        solved = task.generate(difficulty, inst.seed, optimal=True)
+        h, best = solved.reference_objective, solved.best_objective
+        gaps.append(best / h if task.direction == "min" else h / best)
+
+    subset = instances[: min(count, 20)]
+    ours = rate(lambda inst: task.render(inst, size), subset, 0.3)
+    peer = None
+    if nx_matplotlib_png(subset[0], size) is not None:
+        peer = rate(lambda inst: nx_matplotlib_png(inst, size), subset, 0.3)
+    return {
+        "task": task.name,
+        "difficulty": difficulty,
+        "instances_per_s": gen,
+        "instances_per_s_with_images": gen_img,
+        "verifications_per_s": verify,
+        "worst_1mb_ms": worst * 1000,
+        "heuristic_over_best": statistics.mean(gaps) if gaps else None,
+        "render_speedup_vs_nx_mpl": ours / peer if peer else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", default="all")
+    parser.add_argument("--difficulty", default="easy,medium,hard")
+    parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--optimal-count", type=int, default=10, help="instances per cell solved exactly")
+    parser.add_argument("--size", type=int, default=768)
+    parser.add_argument("--json", help="also write the rows to this file")
+    args = parser.parse_args()
+
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = []
+    console = Console(width=150)
+    with console.status("benchmarking") as status:
+        for task in resolve_tasks(args.tasks):
+            for difficulty in args.difficulty.split(","):
+                status.update(f"benchmarking {task.name} {difficulty}")
+                rows.append(bench(task, difficulty, args.count, args.optimal_count, args.size))
+    table = Table(title=f"mmnp {mmnp.__version__}: one core, {args.count} instances per cell")
+    for col in ("task", "difficulty", "inst/s", "inst/s +img", "verify/s", "worst 1MB ms",
+                "heuristic/best", "render vs nx+mpl"):
+        table.add_column(col, justify="right")
+    fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
+    for r in rows:
+        table.add_row(r["task"], r["difficulty"], fmt(r["instances_per_s"], ".0f"),
+                      fmt(r["instances_per_s_with_images"], ".0f"), fmt(r["verifications_per_s"], ",.0f"),
+                      fmt(r["worst_1mb_ms"], ".1f"), fmt(r["heuristic_over_best"], ".4f"),
+                      fmt(r["render_speedup_vs_nx_mpl"], ".1f") + ("x" if r["render_speedup_vs_nx_mpl"] else ""))
+    console.print(table)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
