@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+_PREPARED: OrderedDict[tuple[int, str], tuple[Any, Any]] = OrderedDict()
+_PREPARED_SIZE = 1024
 
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
 CATEGORIES: tuple[str, ...] = ("planning", "graph", "selection", "partition", "schedule")
@@ -19,6 +24,25 @@ def canonical_json(obj: Any) -> str:
 def content_hash(task: str, data: dict) -> str:
     """Hash of an instance's canonical data, to find duplicates and train/test overlap."""
     return hashlib.sha256(canonical_json({"task": task, "instance": data}).encode()).hexdigest()[:16]
+
+
+def prepared(source: Any, name: str, build: Callable[[Any], T]) -> T:
+    """`build(source)`, remembered while the same object is verified again.
+
+    Verifiers run G times per prompt in RL loops on the same record; this keeps a derived
+    lookup structure (an edge set, parsed time windows) across those calls. Keyed by the
+    object's identity and checked with `is`, so an equal-but-new object is rebuilt, and
+    bounded (least recently used out)."""
+    key = (id(source), name)
+    hit = _PREPARED.get(key)
+    if hit is not None and hit[0] is source:
+        _PREPARED.move_to_end(key)
+        return hit[1]
+    value = build(source)
+    _PREPARED[key] = (source, value)
+    if len(_PREPARED) > _PREPARED_SIZE:
+        _PREPARED.popitem(last=False)
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,8 @@ _FENCE = re.compile(r"^\s*(?:\*\*|__|`{3}[A-Za-z]*|`|\$+|\\boxed\{|\\\[|\s)+")
 _OPEN = {"[": "]", "(": ")", "{": "}"}
 _TOKEN = re.compile(
     r"""\s*(?:
-        (?P<num>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
+        (?P<time>\d{1,2}:\d{2}(?![\d:]))
+      | (?P<num>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
       | (?P<str>"[^"\n]{0,64}"|'[^'\n]{0,64}')
       | (?P<word>[A-Za-z_][A-Za-z0-9_]{0,63})
       | (?P<arrow>->|=>|→|⟶|—>|–>)
@@ -43,17 +44,22 @@ _TOKEN = re.compile(
 )
 
 
-def extract_answer(text: Any) -> str:
-    """The value after the last `Answer:` marker, with markdown and code fences removed."""
+def _value_start(text: Any) -> str:
+    """The text after the last `Answer:` marker, markdown and code fences stripped."""
     if not isinstance(text, str):
         raise ParseError(f"the response is {type(text).__name__}, not text")
     start = _last_marker_end(text)
     if start is None:
         raise ParseError("no 'Answer:' line found; end the response with a line 'Answer: <value>'")
-    rest = text[start : start + MAX_VALUE_CHARS + 64]
-    rest = _FENCE.sub("", rest, count=1)
+    rest = _FENCE.sub("", text[start : start + MAX_VALUE_CHARS + 64], count=1)
     if not rest:
         raise ParseError("the 'Answer:' line is empty")
+    return rest
+
+
+def extract_answer(text: Any) -> str:
+    """The value after the last `Answer:` marker, with markdown and code fences removed."""
+    rest = _value_start(text)
     if rest[0] in _OPEN:
         return _bracketed(rest)
     line = rest.split("\n", 1)[0].strip().rstrip(".`*$}")
@@ -67,7 +73,21 @@ def extract_answer(text: Any) -> str:
     return line
 
 
-_STRUCTURE = re.compile(r"[\"'\[\](){}]")
+def read_answer(text: Any) -> Any:
+    """The last `Answer:` value as data. Well-formed JSON-like answers (tuples included)
+    take one C-speed `raw_decode`; anything else goes through the bounded literal reader."""
+    rest = _value_start(text)
+    if rest[0] in "[(" and "'" not in rest:
+        try:
+            loaded, _ = _DECODER.raw_decode(rest.translate(_TUPLES_AS_LISTS))
+        except (ValueError, RecursionError):
+            pass
+        else:
+            return _normalise(loaded, 0)
+    return parse_value(extract_answer(text))
+
+
+_DECODER = json.JSONDecoder()
 
 
 def _last_marker_end(text: str) -> int | None:
@@ -88,6 +108,9 @@ def _last_marker_end(text: str) -> int | None:
         text = text[:end]
     match = _REVERSED_MARKER.search(text[::-1])
     return None if match is None else len(text) - match.start()
+
+
+_STRUCTURE = re.compile(r"[\"'\[\](){}]")
 
 
 def _bracketed(rest: str) -> str:
@@ -122,10 +145,13 @@ def parse_value(value: str) -> Any:
         try:
             loaded = json.loads(value)
         except (ValueError, RecursionError):
-            pass  # not strict JSON: tuples, single quotes, bare words; the literal reader takes it
+            pass  # not strict JSON: single quotes, bare words, arrows; the literal reader takes it
         else:
             return _normalise(loaded, 0)
     return _LiteralReader(value).read()
+
+
+_TUPLES_AS_LISTS = str.maketrans("()", "[]")
 
 
 def _normalise(obj: Any, depth: int) -> Any:
@@ -139,7 +165,13 @@ def _normalise(obj: Any, depth: int) -> Any:
             if obj and (max(obj) >= _LIMIT or min(obj) <= -_LIMIT):
                 raise ParseError("a number in the answer is too large")
             return obj
-        return [_normalise(x, depth + 1) for x in obj]
+        out = []
+        for x in obj:  # leaves inline: answers are wide and shallow
+            if type(x) is int and -_LIMIT < x < _LIMIT or type(x) is str:
+                out.append(x)
+            else:
+                out.append(_normalise(x, depth + 1))
+        return out
     if isinstance(obj, dict):
         return [[_key(k), _normalise(v, depth + 1)] for k, v in obj.items()]
     if isinstance(obj, int) and not isinstance(obj, bool) and not -_LIMIT < obj < _LIMIT:
@@ -193,6 +225,8 @@ class _LiteralReader:
             return _number(text)
         if kind == "str":
             return text[1:-1]
+        if kind == "time":
+            return text
         if kind == "word":
             return text
         raise ParseError(f"unexpected {text!r} in the answer")
@@ -258,7 +292,7 @@ def as_int(x: Any, what: str) -> int:
 
 def parse_int_list(text: Any, what: str) -> list[int]:
     """The common answer shape: a flat list (or arrow chain) of integer ids."""
-    value = parse_value(extract_answer(text))
+    value = read_answer(text)
     if not isinstance(value, list):
         value = [value]
     if all(type(x) is int for x in value):

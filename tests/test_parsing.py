@@ -75,3 +75,17 @@ def test_parse_int_list():
         parse_int_list("Answer: [[0, 1], [2]]", "city")
     with pytest.raises(ParseError, match="not an integer"):
         parse_int_list("Answer: [true, 1]", "city")
+
+
+def test_prepared_is_keyed_by_identity_not_equality():
+    from mmnp.core import prepared
+
+    calls = []
+    build = lambda xs: calls.append(1) or set(xs)  # noqa: E731
+    a = [[0, 1], [1, 2]]
+    assert prepared(a, "t", lambda xs: build(map(tuple, xs))) == {(0, 1), (1, 2)}
+    prepared(a, "t", lambda xs: build(map(tuple, xs)))
+    assert len(calls) == 1  # the same object: reused
+    b = [[0, 1], [1, 2]]
+    prepared(b, "t", lambda xs: build(map(tuple, xs)))
+    assert len(calls) == 2  # an equal but different object: rebuilt, never confused

@@ -4,7 +4,7 @@ objective = number of distinct colours."""
 from __future__ import annotations
 
 from mmnp.core import Violation, edge_str, violation
-from mmnp.parsing import ParseError, as_int, extract_answer, parse_value
+from mmnp.parsing import ParseError, as_int, read_answer
 
 VIOLATION_KINDS = {
     "unknown_vertex": "a colour given for a vertex that does not exist",
@@ -17,7 +17,7 @@ VIOLATION_KINDS = {
 
 def parse(text: str) -> list:
     """A list of colours (positional), or a list of [vertex, colour] pairs (mapping form)."""
-    value = parse_value(extract_answer(text))
+    value = read_answer(text)
     if not isinstance(value, list):
         value = [value]
     if all(type(x) is int for x in value):

@@ -1,0 +1,69 @@
+"""Maximum clique: a random graph with a planted clique larger than its natural ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mmnp.core import Violation
+from mmnp.generators.graphs import edge_list_text, random_edges, title
+from mmnp.prompting import answer_instructions
+from mmnp.render import ORANGE, Canvas, draw_graph
+
+
+@dataclass(frozen=True)
+class Config:
+    n: tuple[int, int] | int = (12, 20)
+    clique: tuple[int, int] | int = (5, 7)
+    density: float | tuple[float, float] = 0.35
+
+
+# NP-Bench uses 4-8 / 8-12 / 12-16 vertices; larger graphs keep the task from being trivial.
+PRESETS = {
+    "easy": Config(n=(8, 12), clique=(4, 5), density=0.3),
+    "medium": Config(n=(12, 20), clique=(5, 7), density=0.35),
+    "hard": Config(n=(20, 30), clique=(7, 9), density=0.4),
+}
+
+FORMAT = answer_instructions(
+    "Give the clique as a list of vertex ids, each at most once. For example:",
+    "[1, 4, 6]",
+)
+IMAGE_PROMPT = (
+    "The image shows an undirected graph; each circle is a vertex labelled with its id. Find a largest clique: "
+    "a set of vertices in which every two are joined by an edge.\n" + FORMAT
+)
+
+
+def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
+    n, density = params["n"], params["density"]
+    k = min(params["clique"], n)
+    clique = sorted(int(v) for v in rng.choice(n, size=k, replace=False))
+    planted = {(u, v) for i, u in enumerate(clique) for v in clique[i + 1 :]}
+    pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if (u, v) not in planted]
+    edges = planted | random_edges(rng, pairs, density)
+    return {"n": n, "edges": [list(e) for e in sorted(edges)]}, clique
+
+
+def prompt(data: dict) -> str:
+    return (
+        f"An undirected graph has {data['n']} vertices, numbered 0 to {data['n'] - 1}, and these "
+        f"{len(data['edges'])} edges:\n{edge_list_text(data['edges'])}\n\n"
+        "Find a largest clique: a set of vertices in which every two are joined by an edge.\n\n" + FORMAT
+    )
+
+
+def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
+    n = data["n"]
+    canvas = Canvas(size, size)
+    fill = None
+    if solution is not None:
+        chosen = {v for v in solution if isinstance(v, int)}
+        fill = [ORANGE if v in chosen else 0 for v in range(n)]
+    missing = [tuple(p) for v in violations if v.kind == "not_adjacent" for p in v.where]
+    ringed = [w for v in violations if v.kind == "repeated_vertex" for w in v.where]
+    title(canvas, f"Maximum clique: {n} vertices, {len(data['edges'])} edges")
+    draw_graph(canvas, n, data["edges"] + [list(p) for p in missing], (0, 30, size, size), node_fill=fill,
+               bold_edges=missing, ringed=ringed)
+    return canvas

@@ -1,0 +1,185 @@
+"""Meeting scheduling: people with availability, rooms with capacities, meetings with
+attendees and durations; a planted conflict-free schedule for most of the meetings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mmnp.core import Violation
+from mmnp.prompting import answer_instructions
+from mmnp.render import (BLACK, BLUE, DARK_GREY, GREEN, GREY, LIGHT_GREY, RED, WHITE, Canvas, class_colour,
+                         draw_table)
+from mmnp.verifiers.meeting_scheduling import hhmm, minutes
+
+NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lea"]
+SLOT = 30  # minutes: durations, availability and planted starts are multiples of it
+
+
+@dataclass(frozen=True)
+class Config:
+    meetings: tuple[int, int] | int = (5, 6)
+    people: tuple[int, int] | int = (4, 6)
+    rooms: tuple[int, int] | int = (4, 5)
+    day_start: str = "09:00"
+    day_end: str = "17:00"
+    availability: float | tuple[float, float] = (0.35, 0.6)  # share of the day each person is available
+
+
+PRESETS = {
+    "easy": Config(meetings=(4, 5), people=(3, 5), rooms=(3, 4)),
+    "medium": Config(meetings=(5, 6), people=(4, 6), rooms=(4, 5)),
+    "hard": Config(meetings=(6, 7), people=(5, 7), rooms=(5, 6)),
+}
+
+FORMAT = answer_instructions(
+    'Give the schedule as a list of (meeting id, room id, "HH:MM" start time) entries; leave out meetings you '
+    "do not schedule. For example:",
+    '[(0, 1, "09:30"), (2, 0, "13:00")]',
+)
+RULES = (
+    "Schedule as many attendees as possible (the score is the total number of attendees of the scheduled "
+    "meetings). Every scheduled meeting must lie within the working day and within the availability of each "
+    "of its attendees, in a room with at least as many seats as attendees; no room and no person may be in two "
+    "meetings at the same time; each meeting is scheduled at most once. A meeting may end exactly when "
+    "another starts."
+)
+IMAGE_PROMPT = (
+    "The image shows each person's availability over the working day (green bars), the rooms with their "
+    "capacities, and the meetings with their durations and attendees. " + RULES + "\n" + FORMAT
+)
+
+
+def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[list]]:
+    n_meet, n_people, n_rooms = params["meetings"], min(params["people"], len(NAMES)), params["rooms"]
+    day = (minutes(params["day_start"]), minutes(params["day_end"]))
+    slots = (day[1] - day[0]) // SLOT
+    meetings = []
+    for _ in range(n_meet):
+        size = int(rng.integers(2, min(n_people, 4) + 1))
+        attendees = sorted(int(p) for p in rng.choice(n_people, size=size, replace=False))
+        meetings.append({"duration": SLOT * int(rng.integers(1, 5)), "attendees": attendees})
+    biggest = max(len(m["attendees"]) for m in meetings)
+    capacities = [int(c) for c in rng.integers(2, n_people + 1, size=n_rooms)]
+    capacities[int(rng.integers(n_rooms))] = max(biggest, capacities[0])
+    rooms = [{"name": f"Room {j}", "capacity": c} for j, c in enumerate(capacities)]
+
+    busy_room = np.zeros((n_rooms, slots), dtype=bool)
+    busy_person = np.zeros((n_people, slots), dtype=bool)
+    planted = []
+    for m in (int(i) for i in rng.permutation(n_meet)):
+        length = meetings[m]["duration"] // SLOT
+        options = [(r, s) for r in range(n_rooms) if capacities[r] >= len(meetings[m]["attendees"])
+                   for s in range(slots - length + 1)
+                   if not busy_room[r, s:s + length].any()
+                   and not busy_person[meetings[m]["attendees"], s:s + length].any()]
+        if options:
+            r, s = options[int(rng.integers(len(options)))]
+            busy_room[r, s:s + length] = True
+            busy_person[meetings[m]["attendees"], s:s + length] = True
+            planted.append([m, r, hhmm(day[0] + s * SLOT)])
+
+    people = []
+    for p in range(n_people):  # the planted meetings' slots, plus random windows up to a share of the day
+        available = busy_person[p].copy()
+        target = params["availability"] * slots
+        while available.sum() < target:
+            start, length = int(rng.integers(slots)), int(rng.integers(2, 7))
+            available[start:start + length] = True
+        people.append({"name": NAMES[p], "available": _windows(available, day[0])})
+    data = {"day": [params["day_start"], params["day_end"]], "people": people, "rooms": rooms, "meetings": meetings}
+    return data, sorted(planted)
+
+
+def _windows(available: np.ndarray, day_start: int) -> list[list[str]]:
+    windows, start = [], None
+    for s, ok in enumerate(list(available) + [False]):
+        if ok and start is None:
+            start = s
+        elif not ok and start is not None:
+            windows.append([hhmm(day_start + start * SLOT), hhmm(day_start + s * SLOT)])
+            start = None
+    return windows
+
+
+def prompt(data: dict) -> str:
+    people = "\n".join(f"{p['name']} (person {i}): available " + ", ".join(f"{a}-{b}" for a, b in p["available"])
+                       for i, p in enumerate(data["people"]))
+    rooms = "\n".join(f"Room {j}: {r['capacity']} seats" for j, r in enumerate(data["rooms"]))
+    names = [p["name"] for p in data["people"]]
+    meetings = "\n".join(f"Meeting {i}: {m['duration']} minutes, attendees "
+                         + ", ".join(names[a] for a in m["attendees"]) + f" ({len(m['attendees'])} people)"
+                         for i, m in enumerate(data["meetings"]))
+    return (
+        f"Plan meetings in a working day from {data['day'][0]} to {data['day'][1]}.\n\n"
+        f"People and their availability:\n{people}\n\nRooms:\n{rooms}\n\nMeetings:\n{meetings}\n\n"
+        f"{RULES}\n\n" + FORMAT
+    )
+
+
+def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
+    """Availability timelines per person, a Gantt row per room (the answer's bookings, when
+    given), and the meetings table."""
+    people, rooms, meetings = data["people"], data["rooms"], data["meetings"]
+    width = int(size * 1.3)
+    canvas = Canvas(width, size)
+    day0, day1 = (minutes(t) for t in data["day"])
+    left, right = 150, width - 20
+    x_of = lambda t: left + (t - day0) / (day1 - day0) * (right - left)  # noqa: E731
+    row = max(18, min(30, int(size / 26)))
+    font = max(11, int(row * 0.55))
+    canvas.text((width / 2, 8), f"Meeting scheduling: working day {data['day'][0]}-{data['day'][1]}",
+                size=20, anchor="mt", bold=True)
+
+    bad_meetings = {x[0] for v in violations for x in v.where if isinstance(x, tuple)
+                    and v.kind in ("outside_day", "unavailable_attendee", "over_capacity")}
+    bad_meetings |= {m for v in violations if v.kind in ("room_conflict", "attendee_conflict")
+                     for x in v.where for m in x[1:3]}
+    bookings = [(m, r, minutes(s)) for m, r, s in solution or ()
+                if 0 <= m < len(meetings) and 0 <= r < len(rooms)]
+
+    def axis(y: float, height: float) -> None:
+        for t in range(day0 - day0 % 60 + (60 if day0 % 60 else 0), day1 + 1, 60):
+            canvas.line(((x_of(t), y), (x_of(t), y + height)), LIGHT_GREY)
+            canvas.text((x_of(t), y - 3), hhmm(t), size=font - 1, colour=DARK_GREY, anchor="mb")
+
+    def booking(m: int, start: int, y: float) -> None:
+        x0, x1 = x_of(start), x_of(start + meetings[m]["duration"])
+        canvas.rect((x0 + 1, y + 3, x1 - 1, y + row - 3), fill=class_colour(m),
+                    outline=RED if m in bad_meetings else BLACK, width=3 if m in bad_meetings else 1)
+        canvas.text(((x0 + x1) / 2, y + row / 2), f"M{m}", size=font, anchor="mm", bold=True)
+
+    y = 40
+    canvas.text((10, y + 6), "Availability", size=font + 2, bold=True)
+    y += row + 8
+    axis(y, row * len(people))
+    for i, p in enumerate(people):
+        canvas.text((left - 8, y + row / 2), f"{p['name']} ({i})", size=font, anchor="rm")
+        canvas.rect((left, y + row / 2 - 1, right, y + row / 2 + 1), fill=LIGHT_GREY)
+        for a, b in p["available"]:
+            canvas.rect((x_of(minutes(a)), y + 5, x_of(minutes(b)), y + row - 5), fill=GREEN)
+        for m, _, start in bookings:
+            if i in meetings[m]["attendees"]:
+                booking(m, start, y)
+        y += row
+    y += 12
+    canvas.text((10, y + 6), "Rooms" + (" (the answer's bookings)" if solution is not None else ""),
+                size=font + 2, bold=True)
+    y += row + 8
+    axis(y, row * len(rooms))
+    for j, r in enumerate(rooms):
+        canvas.text((left - 8, y + row / 2), f"Room {j} ({r['capacity']} seats)", size=font, anchor="rm")
+        canvas.rect((left, y + 2, right, y + row - 2), outline=GREY)
+        for m, room, start in bookings:
+            if room == j:
+                booking(m, start, y)
+        y += row
+    y += 12
+    canvas.text((10, y), "Meetings", size=font + 2, bold=True)
+    names = [p["name"] for p in people]
+    table_rows = [[f"M{i}", f"{m['duration']} min", ", ".join(names[a] for a in m["attendees"]),
+                   str(len(m["attendees"]))] for i, m in enumerate(meetings)]
+    draw_table(canvas, (10, y + row, width - 10, size - 8), ["meeting", "duration", "attendees", "people"],
+               table_rows, max_font=font + 3)
+    return canvas

@@ -1,0 +1,104 @@
+"""Minimum bisection: a connected graph with a planted low-cut split into two halves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mmnp.core import Violation
+from mmnp.generators.graphs import edge_list_text, random_edges, title
+from mmnp.prompting import answer_instructions
+from mmnp.render import Canvas, class_colour, draw_graph
+
+
+@dataclass(frozen=True)
+class Config:
+    n: tuple[int, int] | int = (30, 40)
+    p_in: float | tuple[float, float] = (0.2, 0.3)  # edge probability inside a planted half
+    p_out: float | tuple[float, float] = (0.03, 0.06)  # across the halves (the noise)
+
+
+PRESETS = {
+    "easy": Config(n=(20, 30), p_in=(0.25, 0.35)),
+    "medium": Config(n=(30, 40)),
+    "hard": Config(n=(40, 50), p_in=(0.15, 0.25), p_out=(0.04, 0.07)),
+}
+
+FORMAT = answer_instructions(
+    "Give one half as a list of vertex ids (the other half is every other vertex). For example, for 6 vertices:",
+    "[0, 2, 3]",
+)
+IMAGE_PROMPT = (
+    "The image shows an undirected graph; each circle is a vertex labelled with its id. Split the vertices into "
+    "two halves of equal size (sizes may differ by one when the number of vertices is odd) so that as few edges "
+    "as possible join the two halves.\n" + FORMAT
+)
+
+
+def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
+    n = params["n"]
+    if n < 4:
+        raise ValueError(f"min_bisection needs n >= 4, got {n}")
+    order = [int(v) for v in rng.permutation(n)]
+    side = [0] * n
+    for v in order[n // 2 :]:
+        side[v] = 1
+    inside = [(u, v) for u in range(n) for v in range(u + 1, n) if side[u] == side[v]]
+    across = [(u, v) for u in range(n) for v in range(u + 1, n) if side[u] != side[v]]
+    edges = random_edges(rng, inside, params["p_in"]) | random_edges(rng, across, params["p_out"])
+    if not any(side[u] != side[v] for u, v in edges):
+        u, v = across[int(rng.integers(len(across)))]
+        edges.add((u, v))
+    _connect(edges, n, side, rng)
+    half = sorted(v for v in range(n) if side[v] == side[0])
+    return {"n": n, "edges": [list(e) for e in sorted(edges)]}, half
+
+
+def _connect(edges: set[tuple[int, int]], n: int, side: list[int], rng: np.random.Generator) -> None:
+    """Join components by edges inside a half where possible, so every bisection cuts >= 1
+    edge (the reference objective is never 0) and the planted cut stays low."""
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for u, v in edges:
+        parent[find(u)] = find(v)
+    for v in range(1, n):
+        if find(v) != find(0):
+            same = [u for u in range(n) if find(u) == find(0) and side[u] == side[v]]
+            pool = same or [u for u in range(n) if find(u) == find(0)]
+            u = pool[int(rng.integers(len(pool)))]
+            edges.add((min(u, v), max(u, v)))
+            parent[find(v)] = find(0)
+
+
+def prompt(data: dict) -> str:
+    return (
+        f"An undirected graph has {data['n']} vertices, numbered 0 to {data['n'] - 1}, and these "
+        f"{len(data['edges'])} edges:\n{edge_list_text(data['edges'])}\n\n"
+        "Split the vertices into two halves of equal size (sizes may differ by one when the number of vertices "
+        "is odd) so that as few edges as possible join the two halves.\n\n" + FORMAT
+    )
+
+
+def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
+    from mmnp.verifiers.min_bisection import halves
+
+    n = data["n"]
+    canvas = Canvas(size, size)
+    fill, cut = None, []
+    if solution is not None:
+        first, _ = halves(solution)
+        a = {v for v in first if isinstance(v, int)}
+        fill = [class_colour(0) if v in a else class_colour(2) for v in range(n)]
+        cut = [(u, v) for u, v in data["edges"] if (u in a) != (v in a)]
+    ringed = [w for v in violations if v.kind in ("repeated_vertex", "missing_vertex") for w in v.where]
+    title(canvas, f"Minimum bisection: {n} vertices, {len(data['edges'])} edges"
+          + (f" ({len(cut)} cut)" if solution is not None else ""))
+    draw_graph(canvas, n, data["edges"], (0, 30, size, size), node_fill=fill, bold_edges=cut, ringed=ringed)
+    return canvas

@@ -1,0 +1,99 @@
+"""Set cover: subsets of a universe 1..U, a planted cover hidden among random subsets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mmnp.core import Violation
+from mmnp.prompting import answer_instructions
+from mmnp.render import BLACK, DARK_GREY, FAINT_RED, GREY, HIGHLIGHT, LIGHT_GREY, RED, Canvas
+
+
+@dataclass(frozen=True)
+class Config:
+    universe: tuple[int, int] | int = (20, 25)
+    subsets: tuple[int, int] | int = (10, 15)
+    planted_fraction: float | tuple[float, float] = (0.25, 0.4)  # of the subsets, forming the planted cover
+    other_size: float | tuple[float, float] = (0.15, 0.35)  # size of the other subsets, as a universe fraction
+
+
+PRESETS = {
+    "easy": Config(universe=(10, 20), subsets=(5, 10)),
+    "medium": Config(universe=(20, 25), subsets=(10, 15)),
+    "hard": Config(universe=(25, 30), subsets=(15, 25)),
+}
+
+FORMAT = answer_instructions(
+    "Give the chosen subsets as a list of subset ids, each at most once. For example:",
+    "[0, 3, 7]",
+)
+IMAGE_PROMPT = (
+    "The image shows a universe of elements and a table of subsets: a filled cell means the subset in that row "
+    "contains the element in that column. Choose as few subsets as possible whose union is the whole universe.\n"
+    + FORMAT
+)
+
+
+def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
+    """The planted subsets partition the universe (then each gains a few extra elements);
+    the others are random. Subset order is shuffled so the cover does not stand out."""
+    u, m = params["universe"], params["subsets"]
+    k = max(2, min(m - 1, round(params["planted_fraction"] * m)))
+    owner = rng.permutation(np.arange(u) % k)  # every planted subset gets >= 1 element
+    planted = [set(int(e) + 1 for e in np.flatnonzero(owner == j)) for j in range(k)]
+    for s in planted:
+        s |= {int(e) + 1 for e in rng.choice(u, size=int(rng.integers(0, 3)), replace=False)}
+    others = []
+    for _ in range(m - k):
+        size = max(1, round(params["other_size"] * u * rng.uniform(0.7, 1.3)))
+        others.append({int(e) + 1 for e in rng.choice(u, size=min(size, u), replace=False)})
+    order = [int(i) for i in rng.permutation(m)]
+    everything = planted + others
+    subsets = [sorted(everything[i]) for i in order]
+    cover = sorted(pos for pos, i in enumerate(order) if i < k)
+    return {"universe": u, "subsets": subsets}, cover
+
+
+def prompt(data: dict) -> str:
+    rows = "\n".join(f"Subset {i}: {s}" for i, s in enumerate(data["subsets"]))
+    return (
+        f"The universe is the elements 1 to {data['universe']}. There are {len(data['subsets'])} subsets:\n{rows}\n\n"
+        "Choose as few subsets as possible whose union is the whole universe.\n\n" + FORMAT
+    )
+
+
+def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
+    """An incidence table: a row per subset, a column per element, filled cells = membership."""
+    u, subsets = data["universe"], data["subsets"]
+    m = len(subsets)
+    canvas = Canvas(size, size)
+    canvas.text((size / 2, 10), f"Set cover: universe 1..{u}, {m} subsets", size=20, anchor="mt", bold=True)
+    label_w, top = 96, 78
+    cell = min((size - label_w - 16) / u, (size - top - 16) / (m + 0.5))
+    chosen = {s for s in solution or () if isinstance(s, int) and 0 <= s < m}
+    uncovered = {e for v in violations if v.kind == "uncovered_element" for e in v.where}
+    font = max(10, min(16, int(cell * 0.6)))
+    x0 = label_w
+    canvas.text((x0 - 8, top - 6), "element", size=font, colour=DARK_GREY, anchor="rb")
+    for e in range(1, u + 1):
+        x = x0 + (e - 1) * cell
+        if e in uncovered:
+            canvas.rect((x, top, x + cell, top + m * cell), fill=FAINT_RED)
+        canvas.text((x + cell / 2, top - 6), str(e), size=font, anchor="mb", colour=RED if e in uncovered else BLACK)
+    for i, members in enumerate(subsets):
+        y = top + i * cell
+        if i in chosen:
+            canvas.rect((0, y, x0 + u * cell, y + cell), fill=HIGHLIGHT)
+        canvas.text((x0 - 8, y + cell / 2), f"subset {i}", size=font, anchor="rm", bold=i in chosen)
+        for e in members:
+            x = x0 + (e - 1) * cell
+            pad = max(2, cell * 0.18)
+            canvas.rect((x + pad, y + pad, x + cell - pad, y + cell - pad), fill=BLACK if i in chosen else DARK_GREY)
+    for e in range(u + 1):
+        canvas.line(((x0 + e * cell, top), (x0 + e * cell, top + m * cell)), LIGHT_GREY)
+    for i in range(m + 1):
+        canvas.line(((x0, top + i * cell), (x0 + u * cell, top + i * cell)), LIGHT_GREY)
+    canvas.rect((x0, top, x0 + u * cell, top + m * cell), outline=GREY)
+    return canvas

@@ -1,0 +1,59 @@
+"""Longest cycle answers: vertex ids in cycle order; objective = number of vertices."""
+
+from __future__ import annotations
+
+from mmnp.core import Violation, edge_str, prepared, violation
+from mmnp.parsing import parse_int_list
+from mmnp.verifiers.tsp import canonical as _cycle_canonical
+
+VIOLATION_KINDS = {
+    "unknown_vertex": "an id that is not a vertex",
+    "repeated_vertex": "a vertex visited more than once",
+    "too_short": "fewer than 3 vertices",
+    "missing_edge": "consecutive vertices (or the last and first) not joined by an edge",
+}
+
+
+def parse(text: str) -> list[int]:
+    cycle = parse_int_list(text, "vertex")
+    if len(cycle) > 1 and cycle[0] == cycle[-1]:
+        cycle = cycle[:-1]  # a closed cycle may repeat its start
+    return cycle
+
+
+def check(data: dict, cycle: list[int]) -> tuple[float | None, list[Violation]]:
+    n = data["n"]
+    seen = [False] * n
+    unknown, repeated = [], []
+    for v in cycle:
+        if not 0 <= v < n:
+            unknown.append(v)
+        elif seen[v]:
+            repeated.append(v)
+        else:
+            seen[v] = True
+    violations = []
+    if unknown:
+        violations.append(violation("unknown_vertex", f"not vertex ids (vertices are 0..{n - 1})", unknown))
+    if repeated:
+        violations.append(violation("repeated_vertex", "vertices visited more than once", repeated))
+    if len(cycle) < 3:
+        violations.append(Violation("too_short", f"a cycle needs at least 3 vertices, got {len(cycle)}", tuple(cycle)))
+    elif not unknown:
+        edges = prepared(data["edges"], "pair codes", lambda es: {u * n + v for u, v in es})  # u < v
+        missing = [(a, b) for a, b in zip(cycle, cycle[1:] + cycle[:1])
+                   if (a * n + b if a < b else b * n + a) not in edges]
+        if missing:
+            violations.append(violation("missing_edge", "consecutive vertices not joined by an edge", missing,
+                                        fmt=edge_str))
+    if violations:
+        return None, violations
+    return len(cycle), []
+
+
+def canonical(cycle: list[int]) -> tuple[int, ...]:
+    return _cycle_canonical(cycle)
+
+
+def format(cycle: list[int]) -> str:
+    return str(list(cycle))

@@ -1,0 +1,52 @@
+"""Maximum clique answers: a list of vertex ids; objective = the set's size."""
+
+from __future__ import annotations
+
+from mmnp.core import Violation, edge_str, violation
+from mmnp.parsing import parse_int_list
+
+VIOLATION_KINDS = {
+    "unknown_vertex": "an id that is not a vertex",
+    "repeated_vertex": "a vertex listed more than once",
+    "not_adjacent": "two chosen vertices not joined by an edge",
+}
+
+
+def parse(text: str) -> list[int]:
+    return parse_int_list(text, "vertex")
+
+
+def check(data: dict, clique: list[int]) -> tuple[float | None, list[Violation]]:
+    n = data["n"]
+    seen = [False] * n
+    unknown, repeated, members = [], [], []
+    for v in clique:
+        if not 0 <= v < n:
+            unknown.append(v)
+        elif seen[v]:
+            repeated.append(v)
+        else:
+            seen[v] = True
+            members.append(v)
+    violations = []
+    if unknown:
+        violations.append(violation("unknown_vertex", f"not vertex ids (vertices are 0..{n - 1})", unknown))
+    if repeated:
+        violations.append(violation("repeated_vertex", "vertices listed more than once", repeated))
+    if len(members) > 1:
+        edges = {(u, v) for u, v in data["edges"]}
+        members.sort()
+        apart = [(u, v) for i, u in enumerate(members) for v in members[i + 1 :] if (u, v) not in edges]
+        if apart:
+            violations.append(violation("not_adjacent", "chosen vertices not joined by an edge", apart, fmt=edge_str))
+    if violations:
+        return None, violations
+    return len(clique), []
+
+
+def canonical(clique: list[int]) -> tuple[int, ...]:
+    return tuple(sorted(clique))
+
+
+def format(clique: list[int]) -> str:
+    return str(sorted(clique))

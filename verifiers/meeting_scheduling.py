@@ -1,0 +1,153 @@
+"""Meeting scheduling answers: (meeting, room, start) triples; objective = total attendees
+of the scheduled meetings."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from mmnp.core import Violation, prepared, violation
+from mmnp.parsing import ParseError, as_int, read_answer
+
+VIOLATION_KINDS = {
+    "unknown_meeting": "an id that is not a meeting",
+    "unknown_room": "an id that is not a room",
+    "repeated_meeting": "a meeting scheduled more than once",
+    "outside_day": "a meeting that starts before the day opens or ends after it closes",
+    "unavailable_attendee": "an attendee who is not available for the whole meeting",
+    "over_capacity": "a room with fewer seats than the meeting's attendees",
+    "room_conflict": "a room holding two meetings at once",
+    "attendee_conflict": "an attendee in two meetings at once",
+}
+
+_TIME = re.compile(r"(\d{1,2}):(\d{2})")
+
+
+@lru_cache(maxsize=4096)
+def minutes(hhmm: str) -> int:
+    h, m = hhmm.split(":")
+    return int(h) * 60 + int(m)
+
+
+def hhmm(total: int) -> str:
+    return f"{total // 60:02d}:{total % 60:02d}"
+
+
+def _start(x) -> str:
+    return _start_text(x) if isinstance(x, str) and len(x) <= 16 else _start_text(str(x)[:20])
+
+
+@lru_cache(maxsize=4096)
+def _start_text(x: str) -> str:
+    match = _TIME.fullmatch(x.strip())
+    if match is None or int(match.group(1)) > 23 or int(match.group(2)) > 59:
+        raise ParseError(f"start {str(x)[:20]!r} is not a time of day like '09:30'")
+    return hhmm(int(match.group(1)) * 60 + int(match.group(2)))
+
+
+def parse(text: str) -> list[list]:
+    """[[meeting, room, "HH:MM"], ...] from tuples/lists, or from dicts with meeting/room/start keys."""
+    value = read_answer(text)
+    if not isinstance(value, list):
+        raise ParseError("expected a list of (meeting, room, start) entries")
+    if len(value) == 3 and not any(isinstance(x, list) for x in value):
+        value = [value]  # a single entry without the outer list
+    schedule = []
+    for entry in value:
+        if type(entry) is list and len(entry) == 3 and type(entry[0]) is int and type(entry[1]) is int:
+            schedule.append([entry[0], entry[1], _start(entry[2])])  # the common, well-formed case
+            continue
+        if not isinstance(entry, list):
+            raise ParseError(f"entry {str(entry)[:30]!r} is not a (meeting, room, start) triple")
+        if entry and all(isinstance(kv, list) and len(kv) == 2 for kv in entry):  # a dict entry
+            fields = {str(k).lower(): v for k, v in entry}
+            try:
+                entry = [fields["meeting"], fields["room"], fields["start"]]
+            except KeyError as missing:
+                raise ParseError(f"an entry lacks the key {missing}; use meeting, room and start") from None
+        if len(entry) != 3:
+            raise ParseError(f"entry {str(entry)[:40]} does not have 3 parts (meeting, room, start)")
+        schedule.append([as_int(entry[0], "meeting"), as_int(entry[1], "room"), _start(entry[2])])
+    return schedule
+
+
+def check(data: dict, schedule: list[list]) -> tuple[float | None, list[Violation]]:
+    people, rooms, meetings = data["people"], data["rooms"], data["meetings"]
+    day_start, day_end = (minutes(t) for t in data["day"])
+    unknown_m, unknown_r, repeated, outside, unavailable, over = [], [], [], [], [], []
+    placed: list[tuple[int, int, int, int]] = []  # (meeting, room, start, end)
+    seen: set[int] = set()
+    windows = prepared(people, "windows", lambda ps: [[(minutes(a), minutes(b)) for a, b in p["available"]]
+                                                       for p in ps])
+    for m, r, start in schedule:
+        if not 0 <= m < len(meetings):
+            unknown_m.append(m)
+            continue
+        if not 0 <= r < len(rooms):
+            unknown_r.append(r)
+            continue
+        if m in seen:
+            repeated.append(m)
+            continue
+        seen.add(m)
+        s = minutes(start)
+        e = s + meetings[m]["duration"]
+        placed.append((m, r, s, e))
+        if s < day_start or e > day_end:
+            outside.append((m, s, e))
+        for p in meetings[m]["attendees"]:
+            for a, b in windows[p]:
+                if a <= s and e <= b:
+                    break
+            else:
+                unavailable.append((m, p, s, e))
+        if len(meetings[m]["attendees"]) > rooms[r]["capacity"]:
+            over.append((m, r))
+    room_clash, person_clash = [], []
+    placed.sort(key=lambda x: x[2])
+    for i, (m1, r1, s1, e1) in enumerate(placed):
+        for m2, r2, s2, e2 in placed[i + 1 :]:
+            if s2 >= e1:
+                break  # sorted by start: no later meeting overlaps this one
+            if s1 < e2:
+                overlap = (max(s1, s2), min(e1, e2))
+                if r1 == r2:
+                    room_clash.append((r1, m1, m2, *overlap))
+                for p in set(meetings[m1]["attendees"]) & set(meetings[m2]["attendees"]):
+                    person_clash.append((p, m1, m2, *overlap))
+    name = lambda p: people[p]["name"]  # noqa: E731
+    span = lambda s, e: f"{hhmm(s)}-{hhmm(e)}"  # noqa: E731
+    violations = []
+    if unknown_m:
+        violations.append(violation("unknown_meeting", f"not meeting ids (meetings are 0..{len(meetings) - 1})", unknown_m))
+    if unknown_r:
+        violations.append(violation("unknown_room", f"not room ids (rooms are 0..{len(rooms) - 1})", unknown_r))
+    if repeated:
+        violations.append(violation("repeated_meeting", "meetings scheduled more than once", repeated))
+    if outside:
+        violations.append(violation("outside_day", f"meetings outside the day {data['day'][0]}-{data['day'][1]}",
+                                    outside, fmt=lambda x: f"meeting {x[0]} at {span(x[1], x[2])}"))
+    if unavailable:
+        violations.append(violation("unavailable_attendee", "attendees not available for their meeting", unavailable,
+                                    fmt=lambda x: f"{name(x[1])} for meeting {x[0]} at {span(x[2], x[3])}"))
+    if over:
+        violations.append(violation("over_capacity", "rooms too small for their meeting", over,
+                                    fmt=lambda x: f"meeting {x[0]} has {len(meetings[x[0]]['attendees'])} attendees, "
+                                                  f"room {x[1]} seats {rooms[x[1]]['capacity']}"))
+    if room_clash:
+        violations.append(violation("room_conflict", "rooms booked twice at once", room_clash,
+                                    fmt=lambda x: f"room {x[0]} holds meetings {x[1]} and {x[2]} at {span(x[3], x[4])}"))
+    if person_clash:
+        violations.append(violation("attendee_conflict", "attendees double-booked", person_clash,
+                                    fmt=lambda x: f"{name(x[0])} in meetings {x[1]} and {x[2]} at {span(x[3], x[4])}"))
+    if violations:
+        return None, violations
+    return sum(len(meetings[m]["attendees"]) for m, _, _, _ in placed), []
+
+
+def canonical(schedule: list[list]) -> tuple[tuple, ...]:
+    return tuple(sorted((m, r, minutes(s)) for m, r, s in schedule))
+
+
+def format(schedule: list[list]) -> str:
+    return "[" + ", ".join(f'({m}, {r}, "{s}")' for m, r, s in sorted(schedule)) + "]"

@@ -1,0 +1,51 @@
+"""Set cover answers: a list of subset ids; objective = number of subsets."""
+
+from __future__ import annotations
+
+from mmnp.core import Violation, violation
+from mmnp.parsing import parse_int_list
+
+VIOLATION_KINDS = {
+    "unknown_subset": "an id that is not a subset",
+    "repeated_subset": "a subset chosen more than once",
+    "uncovered_element": "an element of the universe in none of the chosen subsets",
+}
+
+
+def parse(text: str) -> list[int]:
+    return parse_int_list(text, "subset")
+
+
+def check(data: dict, chosen: list[int]) -> tuple[float | None, list[Violation]]:
+    subsets = data["subsets"]
+    m = len(subsets)
+    taken = [False] * m
+    unknown, repeated = [], []
+    covered: set[int] = set()
+    for s in chosen:
+        if not 0 <= s < m:
+            unknown.append(s)
+        elif taken[s]:
+            repeated.append(s)
+        else:
+            taken[s] = True
+            covered.update(subsets[s])
+    violations = []
+    if unknown:
+        violations.append(violation("unknown_subset", f"not subset ids (subsets are 0..{m - 1})", unknown))
+    if repeated:
+        violations.append(violation("repeated_subset", "subsets chosen more than once", repeated))
+    if len(covered) < data["universe"]:
+        missing = [e for e in range(1, data["universe"] + 1) if e not in covered]
+        violations.append(violation("uncovered_element", "elements not covered", missing))
+    if violations:
+        return None, violations
+    return len(chosen), []
+
+
+def canonical(chosen: list[int]) -> tuple[int, ...]:
+    return tuple(sorted(chosen))
+
+
+def format(chosen: list[int]) -> str:
+    return str(sorted(chosen))
