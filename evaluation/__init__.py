@@ -1,0 +1,2 @@
+"""Evaluation: model backends, the resumable run loop, SR/QR/pass@k/diversity metrics and
+leaderboards."""

@@ -1,0 +1,86 @@
+"""transformers: batched generation for text models and vision-language models, through
+the model's own chat template and processor. Needs the `train` extra (torch)."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from mmnp.evaluation.backend import Completion, Emit, Request, Sampling
+
+
+class HFBackend:
+    def __init__(self, path: str, batch_size: int = 8, device: str | None = None) -> None:
+        try:
+            import torch
+            from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor,
+                                      AutoTokenizer)
+        except ImportError as e:
+            raise ValueError(f"the hf backend needs torch and transformers ({e}); "
+                             "install them with: pip install 'mmnp[train]'") from None
+        self.name = f"hf:{path}"
+        self.batch_size = batch_size
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        config = AutoConfig.from_pretrained(path)
+        self.vision = getattr(config, "vision_config", None) is not None
+        if self.vision:
+            self.processor = AutoProcessor.from_pretrained(path)
+            self.tokenizer = self.processor.tokenizer
+            self.model = AutoModelForImageTextToText.from_pretrained(path, dtype="auto")
+        else:
+            self.processor = None
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.model = AutoModelForCausalLM.from_pretrained(path, dtype="auto")
+        self.model.to(self.device).eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+
+    def _chat(self, request: Request) -> list[dict]:
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        if self.vision:
+            content = ([{"type": "image"}] if request.image is not None else []) + [{"type": "text", "text": request.text}]
+            return messages + [{"role": "user", "content": content}]
+        if request.image is not None:
+            raise ValueError(f"{self.name} is a text-only model; evaluate it with --modality text")
+        return messages + [{"role": "user", "content": request.text}]
+
+    def _inputs(self, batch: list[Request]):
+        from PIL import Image
+
+        template = self.processor if self.vision else self.tokenizer
+        texts = [template.apply_chat_template(self._chat(r), add_generation_prompt=True, tokenize=False) for r in batch]
+        if not self.vision:
+            return self.tokenizer(texts, padding=True, return_tensors="pt", add_special_tokens=False)
+        images = [Image.open(io.BytesIO(r.image)).convert("RGB") for r in batch if r.image is not None]
+        return self.processor(text=texts, images=images or None, padding=True, return_tensors="pt")
+
+    def run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
+        import torch
+
+        for start in range(0, len(requests), self.batch_size):
+            batch = requests[start : start + self.batch_size]
+            began = time.perf_counter()
+            try:
+                inputs = self._inputs(batch).to(self.device)
+                torch.manual_seed(sampling.seed + start)
+                with torch.no_grad():
+                    output = self.model.generate(
+                        **inputs,
+                        max_new_tokens=sampling.max_tokens,
+                        do_sample=sampling.temperature > 0,
+                        temperature=sampling.temperature if sampling.temperature > 0 else None,
+                        top_p=sampling.top_p if sampling.temperature > 0 else None,
+                        pad_token_id=self.tokenizer.pad_token_id,
+                    )
+            except ValueError as e:
+                for request in batch:
+                    emit(request, Completion(None, latency_s=time.perf_counter() - began, error=str(e)))
+                continue
+            new = output[:, inputs["input_ids"].shape[1] :]
+            texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+            prompt_tokens = inputs["attention_mask"].sum(1).tolist()
+            completion_tokens = (new != self.tokenizer.pad_token_id).sum(1).tolist()
+            latency = (time.perf_counter() - began) / len(batch)
+            for request, text, p, c in zip(batch, texts, prompt_tokens, completion_tokens):
+                emit(request, Completion(text, int(p), int(c), latency))

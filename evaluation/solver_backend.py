@@ -1,0 +1,52 @@
+"""Reference solvers as baseline "models": they answer in text through the same pipeline
+as any model, so a leaderboard exists without a GPU and the pipeline is testable end to end.
+
+`solver:heuristic` and `solver:optimal` reuse the dataset's stored references;
+`solver:random` draws a uniformly random candidate (seeded per instance and sample); any
+other name is a function of the task's solver module.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+
+import numpy as np
+
+from mmnp.evaluation.backend import Completion, Emit, Request, Sampling
+from mmnp.registry import get_task
+
+
+class SolverBackend:
+    def __init__(self, solver: str, time_limit: float = 10.0) -> None:
+        self.solver = solver
+        self.name = f"solver:{solver}"
+        self.time_limit = time_limit
+
+    def run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
+        for request in requests:
+            start = time.perf_counter()
+            try:
+                solution = self._solve(request, sampling)
+            except Exception as e:  # a baseline that cannot answer is a failed call, not a crash
+                emit(request, Completion(None, latency_s=time.perf_counter() - start, error=f"{type(e).__name__}: {e}"))
+                continue
+            task = get_task(request.instance.task)
+            text = f"{task.name} solved by the {self.solver} solver.\n{task.format_answer(solution)}"
+            emit(request, Completion(text, latency_s=time.perf_counter() - start))
+
+    def _solve(self, request: Request, sampling: Sampling):
+        inst = request.instance
+        task = get_task(inst.task)
+        stored = inst.reference.get(self.solver)
+        if self.solver in ("heuristic", "optimal", "planted") and stored:
+            return stored["solution"]
+        if self.solver == "random":
+            seed = [sampling.seed, zlib.crc32(inst.hash.encode()), request.sample]
+            return task.solver.random(inst.data, np.random.default_rng(seed))
+        if self.solver == "optimal":
+            return task.solver.optimal(inst.data, self.time_limit, inst.reference["heuristic"]["solution"])[0]
+        fn = getattr(task.solver, self.solver, None)
+        if fn is None or self.solver.startswith("_") or not callable(fn):
+            raise ValueError(f"{task.name} has no solver {self.solver!r}; try heuristic, optimal or random")
+        return fn(inst.data)
