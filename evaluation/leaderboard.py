@@ -196,7 +196,7 @@ def _plots(runs: list[Run], modality: str | None) -> list[tuple[str, bytes]]:
         ax.set_title(title)
         ax.set_ylabel("%")
         ax.grid(axis="y", alpha=0.3)
-    axes[1].legend(fontsize=8, loc="upper right")
+    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     plots.append(("SR and QR per category", _fig_png(fig, plt)))
 
     fig, ax = plt.subplots(figsize=(6.5, 4))

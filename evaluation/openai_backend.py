@@ -8,11 +8,13 @@ that still fails is recorded as a failure and asked again on the next run.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import time
+from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
 
 from mmnp.evaluation.backend import Completion, Emit, Request, Sampling
 
@@ -44,9 +46,9 @@ class OpenAIBackend:
 
     async def _run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        async with httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=self.timeout,
-                                     limits=limits) as client:
+        connector = aiohttp.TCPConnector(limit=self.concurrency)
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        async with aiohttp.ClientSession(headers=headers, connector=connector, timeout=timeout) as session:
             queue: asyncio.Queue[Request] = asyncio.Queue()
             for r in requests:
                 queue.put_nowait(r)
@@ -54,11 +56,11 @@ class OpenAIBackend:
             async def worker() -> None:
                 while not queue.empty():
                     request = queue.get_nowait()
-                    emit(request, await self._call(client, request, sampling))
+                    emit(request, await self._call(session, request, sampling))
 
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(requests)))))
 
-    async def _call(self, client: httpx.AsyncClient, request: Request, sampling: Sampling) -> Completion:
+    async def _call(self, session: aiohttp.ClientSession, request: Request, sampling: Sampling) -> Completion:
         payload = {
             "model": self.model,
             "messages": request.openai_messages(),
@@ -67,46 +69,49 @@ class OpenAIBackend:
             "max_tokens": sampling.max_tokens,
             "seed": sampling.seed + request.sample,
         }
+        url = f"{self.base_url}/chat/completions"
         start = time.perf_counter()
         error = "no attempt made"
         for attempt in range(self.max_retries + 1):
             wait = None
             try:
-                response = await client.post("/chat/completions", json=payload)
-            except httpx.TimeoutException:
+                async with session.post(url, json=payload) as response:
+                    status, body = response.status, await response.text()
+                    retry_after = response.headers.get("Retry-After")
+            except asyncio.TimeoutError:
                 error = f"timed out after {self.timeout:g}s"
-            except httpx.TransportError as e:
+            except aiohttp.ClientError as e:
                 error = f"connection error: {type(e).__name__}: {e}"
             else:
-                if response.status_code == 200:
+                if status == 200:
                     try:
-                        body = response.json()
-                        text = body["choices"][0]["message"]["content"] or ""
+                        data = json.loads(body)
+                        text = data["choices"][0]["message"]["content"] or ""
                     except (ValueError, KeyError, IndexError, TypeError):
-                        error = f"malformed response body: {response.text[:200]!r}"
+                        error = f"malformed response body: {body[:200]!r}"
                     else:
-                        usage = body.get("usage") or {}
+                        usage = data.get("usage") or {}
                         return Completion(text, usage.get("prompt_tokens"), usage.get("completion_tokens"),
                                           time.perf_counter() - start, attempts=attempt + 1)
                 else:
-                    error = f"HTTP {response.status_code}: {response.text[:200]}"
-                    if response.status_code not in RETRYABLE:
+                    error = f"HTTP {status}: {body[:200]}"
+                    if status not in RETRYABLE:
                         return Completion(None, latency_s=time.perf_counter() - start, error=error,
                                           attempts=attempt + 1)
-                    wait = _retry_after(response)
+                    wait = _retry_after(retry_after)
             if attempt < self.max_retries:
                 delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.5)
                 await asyncio.sleep(wait if wait is not None else delay)
         return Completion(None, latency_s=time.perf_counter() - start, error=error, attempts=self.max_retries + 1)
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(value: str | None) -> float | None:
     try:
-        return min(60.0, float(response.headers["retry-after"]))
-    except (KeyError, ValueError):
+        return min(60.0, float(value)) if value is not None else None
+    except ValueError:
         return None
 
 
 def _is_local(url: str) -> bool:
-    host = httpx.URL(url).host
-    return host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
+    host = urlsplit(url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")

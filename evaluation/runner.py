@@ -165,11 +165,12 @@ def evaluate(
     out = Path(output_path) / model_dir_name(config.model)
     out.mkdir(parents=True, exist_ok=True)
     run_file = out / "run.json"
+    identity = {**config.identity(), "benchmark": (dataset or {}).get("identity")}
     stored = json.loads(run_file.read_text()) if run_file.exists() else None
-    if stored is not None and stored != config.identity():
-        raise ValueError(f"{out} holds samples from different settings ({_diff(stored, config.identity())}); "
+    if stored is not None and stored != identity:
+        raise ValueError(f"{out} holds samples from different settings ({_diff(stored, identity)}); "
                          "choose another --output-path, or delete the folder to start over")
-    atomic_write(run_file, json.dumps(config.identity(), indent=1))
+    atomic_write(run_file, json.dumps(identity, indent=1))
 
     log = SampleLog(out / "samples.jsonl")
     by_id = {inst.id: inst for inst in instances}

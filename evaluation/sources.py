@@ -32,6 +32,7 @@ def load_instances(data: Path | None, tasks: str, difficulties: list[str], count
             return get_task(inst.task).render(inst)  # a dataset made with --no-images
 
         description = {"path": str(data), "benchmark_hash": manifest["benchmark_hash"],
+                       "identity": manifest["benchmark_hash"],
                        "manifest_sha256": hashlib.sha256((Path(data) / MANIFEST).read_bytes()).hexdigest()}
         return instances, image_loader, description
     n = count if limit is None else min(count, limit)
@@ -39,5 +40,5 @@ def load_instances(data: Path | None, tasks: str, difficulties: list[str], count
                  for t in names for d in difficulties for i in range(n)]
     bench = hashlib.sha256("".join(f"{i.id}:{i.hash}\n" for i in instances).encode()).hexdigest()
     description = {"generated": {"tasks": names, "difficulties": difficulties, "count": n, "seed": seed},
-                   "benchmark_hash": bench}
+                   "benchmark_hash": bench, "identity": f"generated with seed {seed}"}
     return instances, lambda inst: get_task(inst.task).render(inst), description

@@ -239,3 +239,12 @@ def test_cli_eval_on_the_fly_and_errors(tmp_path):
         result = runner.invoke(app, ["eval", "--tasks", "knapsack", "--count", "1", "--output-path",
                                      str(tmp_path / "e"), *args])
         assert result.exit_code == 2 and message in result.output, (args, result.output)
+
+
+def test_a_different_dataset_is_refused(small_dataset, tmp_path):
+    _run("solver:heuristic", small_dataset, tmp_path, modality="text", samples=1)
+    instances, loader, dataset = load_instances(None, "knapsack", ["easy"], 2, 7, None, False)
+    with pytest.raises(ValueError, match="different settings.*benchmark"):
+        evaluate(make_backend("solver:heuristic"), instances,
+                 EvalConfig("solver:heuristic", ("text",), 1, Sampling(temperature=0.7)), tmp_path,
+                 image_loader=loader, dataset=dataset)
