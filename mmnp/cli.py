@@ -34,7 +34,7 @@ def user_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except USER_ERRORS as e:
             message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-            console.print(f"[bold red]error:[/] {message}", highlight=False)
+            console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
             raise typer.Exit(2) from None
 
     return wrapper
@@ -300,3 +300,67 @@ def leaderboard(
 
         atomic_write(out, text)
         console.print(f"[green]wrote[/] {out}")
+
+
+def _train_command(config: Optional[Path] = None, **flags):
+    """Train with GRPO, DMPO, ProGRPO, FlowRL or DISA on MM-NP-Bench (TRL's GRPOTrainer).
+
+    Every flag is also a key of the YAML --config file (flags win). Several GPUs:
+    `accelerate launch -m mmnp train ...`.
+    """
+    try:
+        from mmnp.trainers.spec import TrainSpec
+        from mmnp.trainers.train import build_trainer, train
+    except ImportError as e:
+        raise ValueError(f"training needs the train extra ({e}): pip install 'mmnp[train]'") from None
+    spec = TrainSpec.merged(config, flags)
+    trainer = build_trainer(spec, console)
+    return spec, trainer
+
+
+def _train_run(**kwargs) -> None:
+    spec, trainer = user_errors(_train_command)(**kwargs)  # mistakes in the settings: one red line
+    from mmnp.trainers.train import train
+
+    out = train(trainer, spec)  # errors while training keep their traceback
+    console.print(f"[green]saved[/] {out}; evaluate it with: mmnp eval --model hf:{out} --data DATA", highlight=False)
+
+
+def _register_train() -> None:
+    """`mmnp train` takes one flag per TrainSpec field, generated so flags and YAML keys never drift."""
+    import inspect
+
+    from mmnp.trainers.spec import TRAIN_FIELDS
+
+    params = [inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[Path],
+                                default=typer.Option(None, help="YAML file of settings (keys as the flags, with _)."))]
+    for name, kind, help_text in TRAIN_FIELDS:
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind],
+                                        default=typer.Option(None, f"--{name.replace('_', '-')}", help=help_text)))
+
+    def command(**kwargs):
+        return _train_run(**kwargs)
+
+    command.__signature__ = inspect.Signature(params)  # typer reads the options from here
+    command.__doc__ = _train_command.__doc__
+    app.command("train")(command)
+
+
+_register_train()
+
+
+@app.command("tiny-model")
+@user_errors
+def tiny_model(
+    out: Path = typer.Option(..., "--out", "-o", help="Folder to write the model to."),
+    vision: bool = typer.Option(False, help="A Qwen2-VL-style vision-language model instead of a text model."),
+    warm_steps: int = typer.Option(100, help="Supervised steps on reference answers, so answers parse sometimes."),
+    seed: int = typer.Option(0),
+) -> None:
+    """Build a tiny Qwen2 / Qwen2-VL model with a locally trained tokenizer (no download)."""
+    try:
+        from mmnp.tiny_model import write_tiny_model
+    except ImportError as e:
+        raise ValueError(f"tiny models need the train extra ({e}): pip install 'mmnp[train]'") from None
+    path = write_tiny_model(out, vision=vision, seed=seed, warm_steps=warm_steps)
+    console.print(f"[green]wrote[/] {'vision-language' if vision else 'text'} model to {path}")

@@ -50,8 +50,46 @@ def build_tokenizer(vocab_size: int = 1024):
                                    chat_template=CHAT_TEMPLATE, padding_side="left")
 
 
-def write_tiny_model(out: str | Path, vision: bool = False, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
-    """Write a loadable model folder (config, weights, tokenizer / processor) to `out`."""
+def warm_start(model, tokenizer, steps: int, seed: int = 0) -> None:
+    """A few supervised steps on reference answers, so the tiny model writes `Answer: [...]`
+    lines often enough for rewards to vary (and RL smoke runs to have a gradient)."""
+    import torch
+
+    from mmnp.registry import list_tasks
+
+    texts = []
+    for task in list_tasks():
+        for i in range(8):
+            inst = task.generate("easy", seed=1000 + i)
+            prompt = tokenizer.apply_chat_template([{"role": "user", "content": inst.prompt}], tokenize=False,
+                                                   add_generation_prompt=True)
+            texts.append((prompt, task.format_answer(inst.reference["heuristic"]["solution"]) + "<|im_end|>"))
+    optimiser = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    generator = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(steps):
+        batch = [texts[int(i)] for i in torch.randint(len(texts), (8,), generator=generator)]
+        encoded = [(tokenizer(p, add_special_tokens=False)["input_ids"], tokenizer(a, add_special_tokens=False)["input_ids"])
+                   for p, a in batch]
+        width = max(len(p) + len(a) for p, a in encoded)
+        ids = torch.full((len(batch), width), tokenizer.pad_token_id)
+        labels = torch.full((len(batch), width), -100)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, (p, a) in enumerate(encoded):
+            ids[row, : len(p) + len(a)] = torch.tensor(p + a)
+            labels[row, len(p) : len(p) + len(a)] = torch.tensor(a)
+            mask[row, : len(p) + len(a)] = 1
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    model.eval()
+
+
+def write_tiny_model(out: str | Path, vision: bool = False, seed: int = 0, hidden: int = 32, layers: int = 2,
+                     warm_steps: int = 0) -> Path:
+    """Write a loadable model folder (config, weights, tokenizer / processor) to `out`;
+    `warm_steps` supervised steps on reference answers first (see `warm_start`)."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -65,6 +103,7 @@ def write_tiny_model(out: str | Path, vision: bool = False, seed: int = 0, hidde
                 tie_word_embeddings=True)
     if not vision:
         model = Qwen2ForCausalLM(Qwen2Config(**text))
+        warm_start(model, tokenizer, warm_steps, seed)
         model.generation_config.eos_token_id = tokenizer.eos_token_id
         model.generation_config.pad_token_id = tokenizer.pad_token_id
         model.save_pretrained(out)
@@ -85,6 +124,7 @@ def write_tiny_model(out: str | Path, vision: bool = False, seed: int = 0, hidde
         **ids,
     )
     model = Qwen2VLForConditionalGeneration(config)
+    warm_start(model, tokenizer, warm_steps, seed)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(out)

@@ -25,3 +25,21 @@ def small_dataset(tmp_path_factory) -> Path:
     spec = GenerateSpec(tasks=tuple(TASK_NAMES), difficulties=("easy", "medium"), count=2, seed=0, time_limit=2.0)
     generate_dataset(out, spec, workers=1)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_text(tmp_path_factory) -> Path:
+    """A tiny Qwen2 text model, warm-started so its answers parse now and then."""
+    pytest.importorskip("torch", reason="needs the train extra")
+    from mmnp.tiny_model import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("tiny") / "text", warm_steps=100)
+
+
+@pytest.fixture(scope="session")
+def tiny_vlm(tmp_path_factory) -> Path:
+    """A tiny Qwen2-VL vision-language model (processor and all), warm-started likewise."""
+    pytest.importorskip("torch", reason="needs the train extra")
+    from mmnp.tiny_model import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("tiny") / "vlm", vision=True, warm_steps=100)

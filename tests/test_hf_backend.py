@@ -14,17 +14,6 @@ from mmnp.evaluation.backend import Request, Sampling  # noqa: E402
 from mmnp.evaluation.hf_backend import HFBackend  # noqa: E402
 from mmnp.evaluation.runner import EvalConfig, evaluate  # noqa: E402
 from mmnp.evaluation.sources import load_instances  # noqa: E402
-from mmnp.tiny_model import write_tiny_model  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def tiny_text(tmp_path_factory):
-    return write_tiny_model(tmp_path_factory.mktemp("tiny") / "text")
-
-
-@pytest.fixture(scope="session")
-def tiny_vlm(tmp_path_factory):
-    return write_tiny_model(tmp_path_factory.mktemp("tiny") / "vlm", vision=True)
 
 
 def test_text_model_batched_generation(tiny_text, small_dataset, tmp_path):

@@ -1,0 +1,78 @@
+"""The verifiers as reward functions (TRL's and verl's signatures); no torch needed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import mmnp
+from mmnp.rewards import (COLUMN, feasible_reward, make_shaped_reward, quality_reward, record_payload,
+                          shaped_reward)
+from mmnp.rewards.verl import compute_score, to_verl_row
+
+
+@pytest.fixture(scope="module")
+def rows():
+    task = mmnp.get_task("knapsack")
+    inst = task.generate("medium", seed=4)
+    good = task.format_answer(inst.reference["heuristic"]["solution"])
+    half = task.format_answer(inst.reference["heuristic"]["solution"][:2])
+    bad = f"Answer: {list(range(len(inst.data['weights'])))}"
+    return inst, [good, half, bad, "no answer at all"]
+
+
+def test_shapes(rows):
+    inst, completions = rows
+    payload = [record_payload(inst)] * 4
+    task = mmnp.get_task("knapsack")
+    half_ratio = task.quality_ratio(task.verify(inst, completions[1]).objective, inst.reference_objective)
+    assert feasible_reward(None, completions, payload) == [1.0, 1.0, 0.0, 0.0]
+    assert quality_reward(None, completions, payload) == [1.0, half_ratio, 0.0, 0.0]
+    assert 0 < half_ratio < 1
+    assert shaped_reward(None, completions, payload) == pytest.approx([1.1, 0.1 + half_ratio, 0.1 - 0.5, -0.5])
+    assert make_shaped_reward(0.0, 1.0)(None, completions, payload) == pytest.approx([1.0, half_ratio, -1.0, -1.0])
+
+
+def test_conversational_completions_and_extra_columns(rows):
+    inst, completions = rows
+    conversational = [[{"role": "assistant", "content": c}] for c in completions]
+    parts = [[{"role": "assistant", "content": [{"type": "text", "text": c}]}] for c in completions]
+    payload = [record_payload(inst)] * 4
+    expected = quality_reward(None, completions, payload)
+    assert quality_reward(None, conversational, payload, task=["knapsack"] * 4, trainer_state=None) == expected
+    assert quality_reward(None, parts, payload) == expected
+
+
+def test_a_wrong_column_is_named(rows):
+    with pytest.raises(ValueError, match=f"the {COLUMN} column"):
+        quality_reward(None, ["Answer: [1]"], [json.dumps({"id": "x"})])
+
+
+def test_verl_compute_score(rows):
+    inst, completions = rows
+    row = to_verl_row(inst)
+    truth = row["reward_model"]["ground_truth"]
+    assert row["data_source"] == "mmnp/knapsack" and row["prompt"][0]["content"] == inst.prompt
+    assert compute_score("mmnp/knapsack", completions[0], truth) == 1.0
+    assert compute_score("mmnp/knapsack", completions[2], truth, {"reward": "shaped"}) == pytest.approx(-0.4)
+    assert compute_score("mmnp/knapsack", completions[1], truth, {"reward": "feasible"}) == 1.0
+    with pytest.raises(ValueError, match="choose one of"):
+        compute_score("mmnp/knapsack", completions[0], truth, {"reward": "vibes"})
+
+
+def test_train_spec_merges_defaults_yaml_and_flags(tmp_path):
+    from mmnp.trainers.spec import TrainSpec
+
+    config = tmp_path / "train.yaml"
+    config.write_text("algo: dmpo\nmodel: /models/x\ndmpo-lambda: 0.3\nmax_steps: 50\n")
+    spec = TrainSpec.merged(config, {"max_steps": 7, "learning_rate": None})
+    assert (spec.algo, spec.model, spec.dmpo_lambda, spec.max_steps, spec.learning_rate) == ("dmpo", "/models/x", 0.3,
+                                                                                             7, 1e-6)
+    config.write_text("algo: dmpo\nmodel: x\nlambda: 3\n")
+    with pytest.raises(ValueError, match="unknown setting 'lambda'"):
+        TrainSpec.merged(config, {})
+    with pytest.raises(ValueError, match="--algo 'ppo'"):
+        TrainSpec.merged(None, {"model": "x", "algo": "ppo"})
+    with pytest.raises(ValueError, match="--model is required"):
+        TrainSpec.merged(None, {})

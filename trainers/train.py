@@ -1,0 +1,96 @@
+"""`mmnp train`: one spec (CLI flags over a YAML file over defaults) -> the algorithm's
+TRL config and trainer, the MM-NP-Bench training data, and a checkpoint that
+`mmnp eval --model hf:DIR` loads."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from dataclasses import fields
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from mmnp.rewards import REWARDS
+from mmnp.trainers.spec import TrainSpec
+
+
+def _algorithms() -> dict[str, tuple[type, type]]:
+    from trl import GRPOConfig
+
+    from mmnp.trainers.dmpo import DMPOConfig, DMPOTrainer
+    from mmnp.trainers.flowrl import FlowRLConfig, FlowRLTrainer
+    from mmnp.trainers.grpo import MMNPGRPOTrainer
+    from mmnp.trainers.progrpo import ProGRPOConfig, ProGRPOTrainer
+
+    table = {"grpo": (MMNPGRPOTrainer, GRPOConfig), "dmpo": (DMPOTrainer, DMPOConfig),
+             "progrpo": (ProGRPOTrainer, ProGRPOConfig), "flowrl": (FlowRLTrainer, FlowRLConfig)}
+    try:
+        from mmnp.trainers.disa import DISAConfig, DISATrainer
+
+        table["disa"] = (DISATrainer, DISAConfig)
+    except ImportError:
+        pass
+    return table
+
+
+class MetricsLog(TrainerCallback):
+    """Every logged dict as a CSV row (metrics.csv) and a rich line on the console."""
+
+    def __init__(self, output_dir: str, console=None) -> None:
+        self.path = Path(output_dir) / "metrics.csv"
+        self.console = console
+        self.rows: list[dict] = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or not state.is_world_process_zero:
+            return
+        row = {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, (int, float))}}
+        self.rows.append(row)
+        columns = sorted({k for r in self.rows for k in r}, key=lambda k: (k != "step", k))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "w", newline="") as f:
+            writer = csv.DictWriter(f, columns)
+            writer.writeheader()
+            writer.writerows(self.rows)
+        if self.console is not None:
+            keys = [k for k in ("loss", "reward", "mmnp/sr", "mmnp/qr", "mmnp/distinct_feasible", "entropy",
+                                "completions/mean_length", "dmpo/l_dm", "progrpo/confidence_gap", "flowrl/log_z",
+                                "disa/residual", "disa/anchor") if k in row]
+            self.console.print(f"[bold]step {state.global_step}[/] " +
+                               "  ".join(f"{k} {row[k]:.4g}" for k in keys), highlight=False)
+
+
+def build_trainer(spec: TrainSpec, console=None):
+    import torch
+    from transformers import AutoConfig, AutoProcessor, AutoTokenizer
+
+    from mmnp.trainers.data import train_dataset
+
+    trainer_class, config_class = _algorithms()[spec.algo]
+    vision = getattr(AutoConfig.from_pretrained(spec.model), "vision_config", None) is not None
+    if spec.modality == "image" and not vision:
+        raise ValueError(f"{spec.model} has no vision tower: train it with --modality text")
+    processing = (AutoProcessor if vision else AutoTokenizer).from_pretrained(spec.model, padding_side="left")
+    bf16 = spec.bf16 if spec.bf16 is not None else bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    own = {f.name for f in fields(config_class)}
+    config_values = {name: getattr(spec, name) for name in own & {f.name for f in fields(TrainSpec)}
+                     if name not in ("model", "seed", "bf16")}
+    config = config_class(**config_values, bf16=bf16, seed=spec.seed, use_cpu=not torch.cuda.is_available(),
+                          save_strategy="steps", log_completions=False, remove_unused_columns=False)
+    dataset = train_dataset(spec.tasks, spec.difficulty.split(","), spec.count, spec.seed, spec.modality,
+                            spec.data, spec.system_prompt, spec.image_size)
+    callbacks = [MetricsLog(spec.output_dir, console)]
+    kwargs = {"anchor_dir": spec.logz} if spec.algo == "disa" else {}
+    trainer = trainer_class(model=spec.model, reward_funcs=[REWARDS[spec.reward]], args=config,
+                            train_dataset=dataset, processing_class=processing, callbacks=callbacks, **kwargs)
+    return trainer
+
+
+def train(trainer, spec: TrainSpec) -> Path:
+    trainer.train()
+    out = Path(spec.output_dir)
+    trainer.save_model(str(out))
+    (out / "mmnp_train.json").write_text(json.dumps(dataclasses.asdict(spec), indent=1))
+    return out
