@@ -27,17 +27,20 @@ class FlowRLConfig(GRPOConfig):
 
 
 def prompt_features(trainer: MMNPGRPOTrainer, batch: dict) -> torch.Tensor:
-    """The policy's last hidden state averaged over the prompt's real tokens, no gradient."""
+    """The policy's last hidden state averaged over the prompt's real tokens, no gradient;
+    computed once per distinct prompt."""
     model = trainer.accelerator.unwrap_model(trainer.model)
-    mask = batch["prompt_mask"]
+    rows, inverse = trainer.unique_prompts(batch)
+    mask = batch["prompt_mask"][rows]
     extra = {k: batch[k] for k in VISION_KEYS if k in batch and k not in ("num_images", "num_tiles")}
     for key in ("token_type_ids", "mm_token_type_ids"):  # these span prompt + completion: keep the prompt's
         if key in extra:
-            extra[key] = extra[key][:, : mask.size(1)]
+            extra[key] = extra[key][rows, : mask.size(1)]
     with torch.no_grad():
-        hidden = model(input_ids=batch["prompt_ids"], attention_mask=mask, output_hidden_states=True,
+        hidden = model(input_ids=batch["prompt_ids"][rows], attention_mask=mask, output_hidden_states=True,
                        **extra).hidden_states[-1]
-    return ((hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)).float()
+    pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
+    return pooled.float()[inverse]
 
 
 class FlowRLTrainer(MMNPGRPOTrainer):

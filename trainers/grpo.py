@@ -84,18 +84,39 @@ class MMNPGRPOTrainer(GRPOTrainer):
         mask = batch["completion_mask"]
         return mask * batch["tool_mask"] if "tool_mask" in batch else mask
 
-    def no_grad_logps(self, model, batch: dict, full: bool = False) -> torch.Tensor:
-        """Per-token log-probs of the completions (or, with `full`, of every token after the
-        first, prompt included) under `model`, without gradients, in training micro-batches."""
+    def no_grad_logps(self, model, batch: dict) -> torch.Tensor:
+        """Per-token log-probs of the completions under `model`, without gradients, in
+        training micro-batches (TRL's own routine, so they match the loss's exactly)."""
         ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
         mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-        keep = ids.size(1) - 1 if full else batch["completion_ids"].size(1)
+        keep = batch["completion_ids"].size(1)
         extra = {k: batch[k] for k in VISION_KEYS if k in batch}
-        if "token_type_ids" in extra and full:
-            extra.pop("token_type_ids")
         with torch.no_grad():
             logps, _, _ = self._get_per_token_logps_and_entropies(
                 model, ids, mask, keep, batch_size=self.args.per_device_train_batch_size, **extra)
+        return logps
+
+    def unique_prompts(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """(rows holding each distinct prompt once, each row's index into them): the G
+        completions of a prompt share its prompt-only computations. Vision batches keep
+        every row (their image tensors are not sliced by row)."""
+        rows = torch.arange(batch["prompt_ids"].size(0), device=batch["prompt_ids"].device)
+        if "pixel_values" in batch:
+            return rows, rows
+        _, inverse = torch.unique(batch["prompt_ids"], dim=0, return_inverse=True)
+        first = torch.full((int(inverse.max()) + 1,), len(rows), device=rows.device)
+        return first.scatter_reduce(0, inverse, rows, reduce="amin"), inverse
+
+    def prompt_logps(self, model, batch: dict, rows: torch.Tensor) -> torch.Tensor:
+        """Log-probs of prompt tokens 1..P-1 of the given rows, no gradient."""
+        extra = {k: batch[k] for k in VISION_KEYS if k in batch and k not in ("token_type_ids", "mm_token_type_ids")}
+        for key in ("token_type_ids", "mm_token_type_ids"):
+            if key in batch:
+                extra[key] = batch[key][:, : batch["prompt_ids"].size(1)]
+        with torch.no_grad():
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                model, batch["prompt_ids"][rows], batch["prompt_mask"][rows], batch["prompt_ids"].size(1) - 1,
+                batch_size=self.args.per_device_train_batch_size, **extra)
         return logps
 
     def _frozen_reference(self):

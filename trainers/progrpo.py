@@ -1,8 +1,8 @@
 """ProGRPO: GRPO with the Advantage Re-weighting Mechanism. A correct answer's advantage
 moves by alpha * (c(q) - c(o|q)), where c is the exponentiated mean of the lowest 20% of
 token log-probabilities (of the prompt, of the answer): over-confident correct answers
-gain less, under-explored ones more. One extra no-grad forward per generation batch gives
-both confidences."""
+gain less, under-explored ones more. The cost: one no-grad forward of the completions
+(unless TRL already made one) and one of each distinct prompt."""
 
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ class ProGRPOTrainer(MMNPGRPOTrainer):
     config_class = ProGRPOConfig
 
     def on_scored(self, batch: dict) -> dict:
-        logps = self.no_grad_logps(self.model, batch, full=True)  # tokens 1 .. P+C-1
-        prompt_len = batch["prompt_ids"].size(1)
+        answer_logps = batch.get("old_per_token_logps")
+        if answer_logps is None:
+            answer_logps = batch["old_per_token_logps"] = self.no_grad_logps(self.model, batch)
         mask = self.completion_mask(batch)
-        answer_logps = logps[:, prompt_len - 1 :]
-        if "old_per_token_logps" not in batch:
-            batch["old_per_token_logps"] = answer_logps
         fraction = self.args.progrpo_fraction
-        prompt_conf = confidence(logps[:, : prompt_len - 1], batch["prompt_mask"][:, 1:], fraction)
+        rows, inverse = self.unique_prompts(batch)  # c(q) once per distinct prompt, not G times
+        prompt_conf = confidence(self.prompt_logps(self.model, batch, rows), batch["prompt_mask"][rows, 1:],
+                                 fraction)[inverse]
         answer_conf = confidence(answer_logps, mask, fraction)
         local = mask.size(0)
         rewards = self.local_slice(self._rewards.to(mask.device), local)
