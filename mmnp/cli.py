@@ -364,3 +364,51 @@ def tiny_model(
         raise ValueError(f"tiny models need the train extra ({e}): pip install 'mmnp[train]'") from None
     path = write_tiny_model(out, vision=vision, seed=seed, warm_steps=warm_steps)
     console.print(f"[green]wrote[/] {'vision-language' if vision else 'text'} model to {path}")
+
+
+disa_app = typer.Typer(help="DISA: estimate log Z offline, fit its regressor, then `mmnp train --algo disa`.",
+                       no_args_is_help=True)
+app.add_typer(disa_app, name="disa")
+
+
+@disa_app.command("estimate")
+@user_errors
+def disa_estimate(
+    ref: str = typer.Option(..., help="The reference model pi_ref (the policy's starting point)."),
+    proposal: str = typer.Option(..., help="The proposal (teacher) model p_T that draws the samples."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for labels.jsonl and estimate.json."),
+    tasks: str = typer.Option("all"),
+    difficulty: str = typer.Option("easy,medium"),
+    prompts: int = typer.Option(2000, help="Prompts to label, spread over tasks and difficulties."),
+    samples: int = typer.Option(16, help="Proposals per prompt (N)."),
+    beta: float = typer.Option(15.0, help="Tilt beta of the target pi_ref exp(beta r)."),
+    reward: str = typer.Option("quality", help="quality, feasible or shaped (train with the same)."),
+    loglik: str = typer.Option("mean", help="mean (length-normalised) or sum log-likelihoods."),
+    max_tokens: int = typer.Option(1024),
+    seed: int = typer.Option(2, help="Prompt generation seed (away from the test set's)."),
+) -> None:
+    """Importance-sampling labels log Z_IS(q), one per prompt, with their ESS (resumable)."""
+    from mmnp.trainers.disa import EstimateSpec, estimate
+
+    spec = EstimateSpec(ref=ref, proposal=proposal, tasks=tasks, difficulty=difficulty, prompts=prompts,
+                        samples=samples, beta=beta, seed=seed, max_tokens=max_tokens, reward=reward, loglik=loglik)
+    with progress_bar() as bar:
+        job = bar.add_task("estimating log Z", total=None, rate="")
+        estimate(spec, out, progress=lambda done, total: bar.update(job, completed=done, total=total))
+    console.print(f"[green]wrote[/] {out / 'labels.jsonl'}; next: mmnp disa fit {out}")
+
+
+@disa_app.command("fit")
+@user_errors
+def disa_fit(
+    folder: Path = typer.Argument(..., help="The folder of `mmnp disa estimate`."),
+    hidden: int = typer.Option(64, help="Width of the regressor MLP."),
+    epochs: int = typer.Option(500),
+) -> None:
+    """Fit and freeze g_psi(q); report its held-out error and save a calibration plot."""
+    from mmnp.trainers.disa import fit
+
+    config = fit(folder, hidden=hidden, epochs=epochs)
+    console.print(f"g_psi: held-out MSE {config['held_out_mse']:.4g} (mean predictor {config['held_out_baseline_mse']:.4g}),"
+                  f" train MSE {config['train_mse']:.4g}, {config['n_train']} train / {config['n_held_out']} held-out "
+                  f"prompts; calibration plot {folder / 'calibration.png'}", highlight=False)

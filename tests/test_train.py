@@ -57,3 +57,32 @@ def test_image_training_needs_a_vision_model(tiny_text, tmp_path):
     result = CliRunner().invoke(app, ["train", "--model", str(tiny_text), "--modality", "image", "--output-dir",
                                       str(tmp_path), "--report-to", "none"])
     assert result.exit_code == 2 and "no vision tower" in result.output
+
+
+def test_cached_completion_logps_match_a_full_forward(tiny_text):
+    """The prompt-cached pass that exact group terms use equals a plain forward of each
+    (left-padded prompt, right-padded completion) sequence."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from mmnp.trainers.grpo import cached_completion_logps, unique_rows
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_text).eval()
+    torch.manual_seed(0)
+    pad = 0
+    prompts = [[5, 6, 7, 8, 9], [11, 12, 13]]
+    rows = [0, 0, 1, 1, 1]  # groups of 2 and 3 completions
+    completions = [[20, 21, 22, 23], [24, 25], [26, 27, 28], [29], [30, 31, 32, 33]]
+    width_p, width_c = max(map(len, prompts)), max(map(len, completions))
+    prompt_ids = torch.tensor([[pad] * (width_p - len(prompts[r])) + prompts[r] for r in rows])
+    prompt_mask = (torch.arange(width_p)[None] >= torch.tensor([width_p - len(prompts[r]) for r in rows])[:, None]).long()
+    completion_ids = torch.tensor([c + [pad] * (width_c - len(c)) for c in completions])
+    completion_mask = (torch.arange(width_c)[None] < torch.tensor([len(c) for c in completions])[:, None]).long()
+    first, inverse = unique_rows(prompt_ids)
+    assert len(first) == 2 and torch.equal(prompt_ids[first][inverse], prompt_ids)
+    cached = cached_completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, 0.7, chunk=2)
+    with torch.no_grad():
+        ids = torch.cat([prompt_ids, completion_ids], 1)
+        logits = model(input_ids=ids, attention_mask=torch.cat([prompt_mask, completion_mask], 1)).logits.float()
+    full = torch.log_softmax(logits[:, width_p - 1 : -1] / 0.7, -1).gather(-1, completion_ids[..., None]).squeeze(-1)
+    assert torch.allclose(cached, full * completion_mask, atol=1e-5)

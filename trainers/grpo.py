@@ -20,6 +20,42 @@ VISION_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "spatia
                "token_type_ids", "mm_token_type_ids", "image_position_ids", "num_images", "num_tiles")
 
 
+def unique_rows(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the first row of each distinct row of `ids`, each row's index into those)."""
+    rows = torch.arange(ids.size(0), device=ids.device)
+    _, inverse = torch.unique(ids, dim=0, return_inverse=True)
+    first = torch.full((int(inverse.max()) + 1,), ids.size(0), device=ids.device)
+    return first.scatter_reduce(0, inverse, rows, reduce="amin"), inverse
+
+
+def cached_completion_logps(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
+                            completion_mask: torch.Tensor, temperature: float, chunk: int) -> torch.Tensor:
+    """log p(completion token | prefix) at `temperature`, (B, C), no gradient: each distinct
+    prompt goes through the model once, and its completions continue from its cached keys
+    and values; the LM head runs chunk by chunk so full logits never sit in memory."""
+    backbone = getattr(model, model.base_model_prefix)
+    head = model.get_output_embeddings()
+    rows, inverse = unique_rows(prompt_ids)
+    out = torch.zeros(completion_ids.shape, dtype=torch.float32, device=completion_ids.device)
+    per_prompt = max(1, chunk // max(1, completion_ids.size(0) // len(rows)))
+    with torch.no_grad():
+        for start in range(0, len(rows), per_prompt):
+            prompts = torch.arange(start, min(start + per_prompt, len(rows)), device=rows.device)
+            members = torch.nonzero(torch.isin(inverse, prompts)).squeeze(1)
+            first = backbone(input_ids=prompt_ids[rows[prompts]], attention_mask=prompt_mask[rows[prompts]],
+                             use_cache=True)
+            cache = first.past_key_values
+            position = torch.searchsorted(prompts, inverse[members])  # each member's prompt within the chunk
+            cache.reorder_cache(position)
+            mask = torch.cat([prompt_mask[members], completion_mask[members]], dim=1)
+            hidden = backbone(input_ids=completion_ids[members], attention_mask=mask, past_key_values=cache,
+                              use_cache=False).last_hidden_state
+            hidden = torch.cat([first.last_hidden_state[position, -1:], hidden[:, :-1]], dim=1)
+            logits = head(hidden).float() / temperature
+            out[members] = torch.log_softmax(logits, -1).gather(-1, completion_ids[members, :, None]).squeeze(-1)
+    return out * completion_mask
+
+
 class MMNPGRPOTrainer(GRPOTrainer):
     """TRL's GRPOTrainer with MM-NP-Bench metrics; the base of DMPO, ProGRPO, FlowRL, DISA."""
 
@@ -85,8 +121,16 @@ class MMNPGRPOTrainer(GRPOTrainer):
         return mask * batch["tool_mask"] if "tool_mask" in batch else mask
 
     def no_grad_logps(self, model, batch: dict) -> torch.Tensor:
-        """Per-token log-probs of the completions under `model`, without gradients, in
-        training micro-batches (TRL's own routine, so they match the loss's exactly)."""
+        """Per-token log-probs of the completions under `model`, without gradients. Text
+        batches run each distinct prompt once and its G completions on its cached keys and
+        values (about half the tokens of a full pass); vision and sharded (DeepSpeed, FSDP)
+        models take TRL's own full pass."""
+        if "pixel_values" not in batch and not (self.is_deepspeed_enabled or self.is_fsdp_enabled):
+            unwrapped = self.accelerator.unwrap_model(model)
+            if getattr(unwrapped, "base_model_prefix", None) and unwrapped.get_output_embeddings() is not None:
+                return cached_completion_logps(unwrapped, batch["prompt_ids"], batch["prompt_mask"],
+                                               batch["completion_ids"], batch["completion_mask"], self.temperature,
+                                               self.args.per_device_train_batch_size)
         ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
         mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
         keep = batch["completion_ids"].size(1)
@@ -100,12 +144,10 @@ class MMNPGRPOTrainer(GRPOTrainer):
         """(rows holding each distinct prompt once, each row's index into them): the G
         completions of a prompt share its prompt-only computations. Vision batches keep
         every row (their image tensors are not sliced by row)."""
-        rows = torch.arange(batch["prompt_ids"].size(0), device=batch["prompt_ids"].device)
         if "pixel_values" in batch:
+            rows = torch.arange(batch["prompt_ids"].size(0), device=batch["prompt_ids"].device)
             return rows, rows
-        _, inverse = torch.unique(batch["prompt_ids"], dim=0, return_inverse=True)
-        first = torch.full((int(inverse.max()) + 1,), len(rows), device=rows.device)
-        return first.scatter_reduce(0, inverse, rows, reduce="amin"), inverse
+        return unique_rows(batch["prompt_ids"])
 
     def prompt_logps(self, model, batch: dict, rows: torch.Tensor) -> torch.Tensor:
         """Log-probs of prompt tokens 1..P-1 of the given rows, no gradient."""

@@ -52,8 +52,7 @@ class TrainSpec:
     progrpo_fraction: float = _f(0.2, "ProGRPO: share of lowest-probability tokens in a confidence.")
     flowrl_beta: float = _f(15.0, "FlowRL: reward scale.")
     flowrl_w_max: float = _f(10.0, "FlowRL: importance-weight clip.")
-    logz: str | None = _f(None, "DISA: the folder written by `mmnp disa fit`.")
-    disa_beta: float = _f(15.0, "DISA: reward scale (the one used by `mmnp disa estimate`).")
+    logz: str | None = _f(None, "DISA: the folder of `mmnp disa estimate` and `fit` (beta and reward come from it).")
 
     @classmethod
     def merged(cls, yaml_path: str | Path | None, cli: dict[str, Any]) -> TrainSpec:
