@@ -9,7 +9,7 @@ import numpy as np
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
-from mmnp.render import (BLACK, BLUE, DARK_GREY, GREEN, GREY, LIGHT_GREY, RED, WHITE, Canvas, class_colour,
+from mmnp.render import (BLACK, DARK_GREY, GREEN, GREY, LIGHT_GREY, RED, Canvas, class_colour,
                          draw_table)
 from mmnp.verifiers.meeting_scheduling import hhmm, minutes
 

@@ -310,7 +310,7 @@ def _train_command(config: Optional[Path] = None, **flags):
     """
     try:
         from mmnp.trainers.spec import TrainSpec
-        from mmnp.trainers.train import build_trainer, train
+        from mmnp.trainers.train import build_trainer
     except ImportError as e:
         raise ValueError(f"training needs the train extra ({e}): pip install 'mmnp[train]'") from None
     spec = TrainSpec.merged(config, flags)

@@ -64,6 +64,26 @@ def violation(kind: str, what: str, items: list, fmt=str, limit: int = 8) -> Vio
     return Violation(kind, f"{what}: {shown}{more}", tuple(items))
 
 
+def id_check(ids: list[int], n: int, noun: str, plural: str, doing: str) -> tuple[list[bool], list[Violation]]:
+    """Which of 0..n-1 the ids name, and the violations for ids out of range or repeated
+    (kinds `unknown_<noun>`, `repeated_<noun>`): how every id-list answer's check begins."""
+    taken = [False] * n
+    unknown, repeated = [], []
+    for i in ids:
+        if not 0 <= i < n:
+            unknown.append(i)
+        elif taken[i]:
+            repeated.append(i)
+        else:
+            taken[i] = True
+    violations = []
+    if unknown:
+        violations.append(violation(f"unknown_{noun}", f"not {noun} ids ({plural} are 0..{n - 1})", unknown))
+    if repeated:
+        violations.append(violation(f"repeated_{noun}", f"{plural} {doing} more than once", repeated))
+    return taken, violations
+
+
 def edge_str(edge: tuple[int, int]) -> str:
     return f"({edge[0]}, {edge[1]})"
 

@@ -12,7 +12,6 @@ import dataclasses
 import importlib
 import zlib
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Mapping, Protocol
 
 import numpy as np

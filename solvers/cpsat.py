@@ -21,3 +21,14 @@ def solve(model: cp_model.CpModel, time_limit: float) -> tuple[cp_model.CpSolver
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise RuntimeError(f"CP-SAT found no solution ({solver.StatusName(status)}) within the time limit")
     return solver, status == cp_model.OPTIMAL
+
+
+def hint_subset(model: cp_model.CpModel, chosen: list[cp_model.IntVar], members: list[int]) -> None:
+    """Start the search from a known solution: `chosen[i]` is 1 exactly for i in `members`."""
+    hinted = set(members)
+    for i, var in enumerate(chosen):
+        model.AddHint(var, i in hinted)
+
+
+def selected(solver: cp_model.CpSolver, chosen: list[cp_model.IntVar]) -> list[int]:
+    return [i for i, var in enumerate(chosen) if solver.Value(var)]

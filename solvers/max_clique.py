@@ -73,11 +73,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
             if not masks[u] >> v & 1:
                 model.AddBoolOr([x[u].Not(), x[v].Not()])
     model.Maximize(sum(x))
-    hinted = set(hint)
-    for v in range(n):
-        model.AddHint(x[v], v in hinted)
+    cpsat.hint_subset(model, x, hint)
     solver, proven = cpsat.solve(model, time_limit)
-    return [v for v in range(n) if solver.Value(x[v])], proven
+    return cpsat.selected(solver, x), proven
 
 
 def random(data: dict, rng: np.random.Generator) -> list[int]:

@@ -85,11 +85,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
         model.AddBoolOr([x[u].Not(), x[v], y])
         cut.append(y)
     model.Minimize(sum(cut))
-    hinted = set(hint)
-    for v in range(n):
-        model.AddHint(x[v], v in hinted)
+    cpsat.hint_subset(model, x, hint)
     solver, proven = cpsat.solve(model, time_limit)
-    return [v for v in range(n) if solver.Value(x[v])], proven
+    return cpsat.selected(solver, x), proven
 
 
 def random(data: dict, rng: np.random.Generator) -> list[int]:

@@ -77,11 +77,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     for e in range(1, data["universe"] + 1):
         model.AddBoolOr([x[i] for i, s in enumerate(subsets) if e in s])
     model.Minimize(sum(x))
-    hinted = set(hint)
-    for i, xi in enumerate(x):
-        model.AddHint(xi, i in hinted)
+    cpsat.hint_subset(model, x, hint)
     solver, proven = cpsat.solve(model, time_limit)
-    return [i for i, xi in enumerate(x) if solver.Value(xi)], proven
+    return cpsat.selected(solver, x), proven
 
 
 def random(data: dict, rng: np.random.Generator) -> list[int]:

@@ -37,11 +37,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     x = [model.NewBoolVar("") for _ in numbers]
     model.Add(sum(v * xi for v, xi in zip(numbers, x)) == data["target"])
     model.Maximize(sum(x))
-    hinted = set(hint)
-    for i, xi in enumerate(x):
-        model.AddHint(xi, i in hinted)
+    cpsat.hint_subset(model, x, hint)
     solver, proven = cpsat.solve(model, time_limit)
-    return [i for i, xi in enumerate(x) if solver.Value(xi)], proven
+    return cpsat.selected(solver, x), proven
 
 
 def random(data: dict, rng: np.random.Generator) -> list[int]:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import filecmp
 import hashlib
 import json
 from pathlib import Path

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmnp.core import Violation, violation
+from mmnp.core import Violation, id_check
 from mmnp.parsing import parse_int_list
 
 VIOLATION_KINDS = {
@@ -18,30 +18,14 @@ def parse(text: str) -> list[int]:
 
 def check(data: dict, items: list[int]) -> tuple[float | None, list[Violation]]:
     weights, values = data["weights"], data["values"]
-    n = len(weights)
-    taken = [False] * n
-    unknown, repeated = [], []
-    weight = value = 0
-    for i in items:
-        if not 0 <= i < n:
-            unknown.append(i)
-        elif taken[i]:
-            repeated.append(i)
-        else:
-            taken[i] = True
-            weight += weights[i]
-            value += values[i]
-    violations = []
-    if unknown:
-        violations.append(violation("unknown_item", f"not item ids (items are 0..{n - 1})", unknown))
-    if repeated:
-        violations.append(violation("repeated_item", "items chosen more than once", repeated))
+    taken, violations = id_check(items, len(weights), "item", "items", "chosen")
+    weight = sum(w for w, t in zip(weights, taken) if t)
     if weight > data["capacity"]:
         violations.append(Violation("over_capacity", f"total weight {weight} exceeds the capacity {data['capacity']}",
                                     (weight, data["capacity"])))
     if violations:
         return None, violations
-    return value, []
+    return sum(v for v, t in zip(values, taken) if t), []
 
 
 def canonical(items: list[int]) -> tuple[int, ...]:

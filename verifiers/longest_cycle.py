@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmnp.core import Violation, edge_str, prepared, violation
+from mmnp.core import Violation, edge_str, id_check, prepared, violation
 from mmnp.parsing import parse_int_list
 from mmnp.verifiers.tsp import canonical as _cycle_canonical
 
@@ -23,23 +23,10 @@ def parse(text: str) -> list[int]:
 
 def check(data: dict, cycle: list[int]) -> tuple[float | None, list[Violation]]:
     n = data["n"]
-    seen = [False] * n
-    unknown, repeated = [], []
-    for v in cycle:
-        if not 0 <= v < n:
-            unknown.append(v)
-        elif seen[v]:
-            repeated.append(v)
-        else:
-            seen[v] = True
-    violations = []
-    if unknown:
-        violations.append(violation("unknown_vertex", f"not vertex ids (vertices are 0..{n - 1})", unknown))
-    if repeated:
-        violations.append(violation("repeated_vertex", "vertices visited more than once", repeated))
+    _, violations = id_check(cycle, n, "vertex", "vertices", "visited")
     if len(cycle) < 3:
         violations.append(Violation("too_short", f"a cycle needs at least 3 vertices, got {len(cycle)}", tuple(cycle)))
-    elif not unknown:
+    elif all(0 <= v < n for v in cycle):
         edges = prepared(data["edges"], "pair codes", lambda es: {u * n + v for u, v in es})  # u < v
         missing = [(a, b) for a, b in zip(cycle, cycle[1:] + cycle[:1])
                    if (a * n + b if a < b else b * n + a) not in edges]

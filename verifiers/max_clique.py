@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmnp.core import Violation, edge_str, violation
+from mmnp.core import Violation, edge_str, id_check, violation
 from mmnp.parsing import parse_int_list
 
 VIOLATION_KINDS = {
@@ -18,24 +18,10 @@ def parse(text: str) -> list[int]:
 
 def check(data: dict, clique: list[int]) -> tuple[float | None, list[Violation]]:
     n = data["n"]
-    seen = [False] * n
-    unknown, repeated, members = [], [], []
-    for v in clique:
-        if not 0 <= v < n:
-            unknown.append(v)
-        elif seen[v]:
-            repeated.append(v)
-        else:
-            seen[v] = True
-            members.append(v)
-    violations = []
-    if unknown:
-        violations.append(violation("unknown_vertex", f"not vertex ids (vertices are 0..{n - 1})", unknown))
-    if repeated:
-        violations.append(violation("repeated_vertex", "vertices listed more than once", repeated))
+    taken, violations = id_check(clique, n, "vertex", "vertices", "listed")
+    members = [v for v in range(n) if taken[v]]
     if len(members) > 1:
         edges = {(u, v) for u, v in data["edges"]}
-        members.sort()
         apart = [(u, v) for i, u in enumerate(members) for v in members[i + 1 :] if (u, v) not in edges]
         if apart:
             violations.append(violation("not_adjacent", "chosen vertices not joined by an edge", apart, fmt=edge_str))

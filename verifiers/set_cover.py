@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmnp.core import Violation, violation
+from mmnp.core import Violation, id_check, violation
 from mmnp.parsing import parse_int_list
 
 VIOLATION_KINDS = {
@@ -18,23 +18,8 @@ def parse(text: str) -> list[int]:
 
 def check(data: dict, chosen: list[int]) -> tuple[float | None, list[Violation]]:
     subsets = data["subsets"]
-    m = len(subsets)
-    taken = [False] * m
-    unknown, repeated = [], []
-    covered: set[int] = set()
-    for s in chosen:
-        if not 0 <= s < m:
-            unknown.append(s)
-        elif taken[s]:
-            repeated.append(s)
-        else:
-            taken[s] = True
-            covered.update(subsets[s])
-    violations = []
-    if unknown:
-        violations.append(violation("unknown_subset", f"not subset ids (subsets are 0..{m - 1})", unknown))
-    if repeated:
-        violations.append(violation("repeated_subset", "subsets chosen more than once", repeated))
+    taken, violations = id_check(chosen, len(subsets), "subset", "subsets", "chosen")
+    covered = {e for s, t in zip(subsets, taken) if t for e in s}
     if len(covered) < data["universe"]:
         missing = [e for e in range(1, data["universe"] + 1) if e not in covered]
         violations.append(violation("uncovered_element", "elements not covered", missing))

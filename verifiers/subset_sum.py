@@ -3,7 +3,7 @@ objective = number of chosen numbers."""
 
 from __future__ import annotations
 
-from mmnp.core import Violation, violation
+from mmnp.core import Violation, id_check
 from mmnp.parsing import parse_int_list
 
 VIOLATION_KINDS = {
@@ -19,23 +19,8 @@ def parse(text: str) -> list[int]:
 
 def check(data: dict, chosen: list[int]) -> tuple[float | None, list[Violation]]:
     numbers = data["numbers"]
-    n = len(numbers)
-    taken = [False] * n
-    unknown, repeated = [], []
-    total = 0
-    for i in chosen:
-        if not 0 <= i < n:
-            unknown.append(i)
-        elif taken[i]:
-            repeated.append(i)
-        else:
-            taken[i] = True
-            total += numbers[i]
-    violations = []
-    if unknown:
-        violations.append(violation("unknown_index", f"not indices (numbers are 0..{n - 1})", unknown))
-    if repeated:
-        violations.append(violation("repeated_index", "indices chosen more than once", repeated))
+    taken, violations = id_check(chosen, len(numbers), "index", "indices", "chosen")
+    total = sum(x for x, t in zip(numbers, taken) if t)
     if total != data["target"]:
         violations.append(Violation("wrong_sum", f"the chosen numbers sum to {total}, not the target {data['target']}",
                                     (total, data["target"])))

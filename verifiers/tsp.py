@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from mmnp.core import Violation, violation
+from mmnp.core import Violation, id_check, violation
 from mmnp.parsing import parse_int_list
 
 VIOLATION_KINDS = {
@@ -24,21 +24,8 @@ def parse(text: str) -> list[int]:
 def check(data: dict, tour: list[int]) -> tuple[float | None, list[Violation]]:
     coords = data["coords"]
     n = len(coords)
-    seen = [False] * n
-    unknown, repeated = [], []
-    for c in tour:
-        if not 0 <= c < n:
-            unknown.append(c)
-        elif seen[c]:
-            repeated.append(c)
-        else:
-            seen[c] = True
-    violations = []
-    if unknown:
-        violations.append(violation("unknown_city", f"not city ids (cities are 0..{n - 1})", unknown))
-    if repeated:
-        violations.append(violation("repeated_city", "cities visited more than once", repeated))
-    if len(tour) - len(unknown) - len(repeated) < n:
+    seen, violations = id_check(tour, n, "city", "cities", "visited")
+    if not all(seen):
         violations.append(violation("missing_city", "cities never visited", [c for c in range(n) if not seen[c]]))
     if violations:
         return None, violations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmnp.core import Violation, edge_str, violation
+from mmnp.core import Violation, edge_str, id_check, violation
 from mmnp.parsing import parse_int_list
 
 VIOLATION_KINDS = {
@@ -17,21 +17,7 @@ def parse(text: str) -> list[int]:
 
 
 def check(data: dict, cover: list[int]) -> tuple[float | None, list[Violation]]:
-    n = data["n"]
-    chosen = [False] * n
-    unknown, repeated = [], []
-    for v in cover:
-        if not 0 <= v < n:
-            unknown.append(v)
-        elif chosen[v]:
-            repeated.append(v)
-        else:
-            chosen[v] = True
-    violations = []
-    if unknown:
-        violations.append(violation("unknown_vertex", f"not vertex ids (vertices are 0..{n - 1})", unknown))
-    if repeated:
-        violations.append(violation("repeated_vertex", "vertices listed more than once", repeated))
+    chosen, violations = id_check(cover, data["n"], "vertex", "vertices", "listed")
     uncovered = [(u, v) for u, v in data["edges"] if not (chosen[u] or chosen[v])]
     if uncovered:
         violations.append(violation("uncovered_edge", "edges not covered", uncovered, fmt=edge_str))
