@@ -45,6 +45,8 @@ class TrainSpec:
     bf16: bool | None = _f(None, "bf16 training (default: on where the GPU supports it).")
     use_vllm: bool = _f(False, "Generate with vLLM (GPU).")
     vllm_mode: str = _f("colocate", "colocate, or server (run `trl vllm-serve --model MODEL` first).")
+    vllm_server_base_url: str | None = _f(None, "server mode: the vLLM server, e.g. http://10.0.0.2:8000.")
+    vllm_gpu_memory_utilization: float | None = _f(None, "colocate mode: vLLM's share of GPU memory.")
     image_size: int = _f(768, "Rendered image height for --modality image.")
     dmpo_lambda: float = _f(0.5, "DMPO: weight of L_DM.")
     dmpo_alpha: float = _f(1.0, "DMPO: Boltzmann temperature.")

@@ -76,7 +76,7 @@ def build_trainer(spec: TrainSpec, console=None):
     bf16 = spec.bf16 if spec.bf16 is not None else bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     own = {f.name for f in fields(config_class)}
     config_values = {name: getattr(spec, name) for name in own & {f.name for f in fields(TrainSpec)}
-                     if name not in ("model", "seed", "bf16")}
+                     if name not in ("model", "seed", "bf16") and getattr(spec, name) is not None}
     config = config_class(**config_values, bf16=bf16, seed=spec.seed, use_cpu=not torch.cuda.is_available(),
                           save_strategy="steps", log_completions=False, remove_unused_columns=False)
     dataset = train_dataset(spec.tasks, spec.difficulty.split(","), spec.count, spec.seed, spec.modality,
