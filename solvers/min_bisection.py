@@ -8,6 +8,7 @@ import numpy as np
 from mmnp.solvers import cpsat
 
 STARTS = 4
+_NONE = np.iinfo(np.int64).min // 4  # gain of a pair that may not swap
 
 
 def _matrix(data: dict) -> np.ndarray:
@@ -32,13 +33,10 @@ def kernighan_lin(w: np.ndarray, side: np.ndarray) -> np.ndarray:
         d = w.sum(1) - 2 * same  # external minus internal degree
         gains, swaps = [], []
         for _ in range(min(s.sum(), (~s).sum())):
-            a_mask, b_mask = s & ~locked, ~s & ~locked
-            if not a_mask.any() or not b_mask.any():
-                break
-            a_idx, b_idx = np.flatnonzero(a_mask), np.flatnonzero(b_mask)
-            g = d[a_idx][:, None] + d[b_idx][None, :] - 2 * w[np.ix_(a_idx, b_idx)]
+            a_free, b_free = s & ~locked, ~s & ~locked
+            g = np.where(a_free[:, None] & b_free[None, :], d[:, None] + d[None, :] - 2 * w, _NONE)
             k = int(np.argmax(g))
-            a, b = int(a_idx[k // len(b_idx)]), int(b_idx[k % len(b_idx)])
+            a, b = divmod(k, n)
             gains.append(int(g.flat[k]))
             swaps.append((a, b))
             locked[a] = locked[b] = True

@@ -86,3 +86,37 @@ def test_cached_completion_logps_match_a_full_forward(tiny_text):
         logits = model(input_ids=ids, attention_mask=torch.cat([prompt_mask, completion_mask], 1)).logits.float()
     full = torch.log_softmax(logits[:, width_p - 1 : -1] / 0.7, -1).gather(-1, completion_ids[..., None]).squeeze(-1)
     assert torch.allclose(cached, full * completion_mask, atol=1e-5)
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint(tiny_text, tmp_path):
+    """Run 2 of 4 steps (checkpointing every step), then the same settings with 4 steps: it
+    continues from step 2 instead of starting over, the log-Z head included, and the
+    metrics log keeps the first run's rows."""
+    from transformers import TrainerCallback
+
+    from mmnp.trainers.spec import TrainSpec
+    from mmnp.trainers.train import build_trainer, train
+
+    class CountSteps(TrainerCallback):
+        def __init__(self):
+            self.steps = []
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.steps.append(state.global_step)
+
+    def run(max_steps):
+        spec = TrainSpec(model=str(tiny_text), algo="flowrl", tasks="knapsack", difficulty="easy", count=4,
+                         num_generations=4, per_device_train_batch_size=4, max_completion_length=16,
+                         report_to="none", save_steps=1, output_dir=str(tmp_path), max_steps=max_steps)
+        trainer = build_trainer(spec)
+        counter = CountSteps()
+        trainer.add_callback(counter)
+        train(trainer, spec)
+        return counter.steps
+
+    assert run(2) == [1, 2]
+    assert (tmp_path / "checkpoint-2" / "logz_head.pt").exists()
+    assert run(4) == [3, 4]  # only the missing steps
+    with open(tmp_path / "metrics.csv") as f:
+        steps = [int(float(r["step"])) for r in csv.DictReader(f) if r.get("loss")]
+    assert steps == [1, 2, 3, 4]

@@ -90,3 +90,9 @@ class FlowRLTrainer(MMNPGRPOTrainer):
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
         super()._save(output_dir, state_dict)
         torch.save(self.logz_head.state_dict(), Path(output_dir or self.args.output_dir) / HEAD_FILE)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+        head = Path(resume_from_checkpoint) / HEAD_FILE
+        if head.exists():
+            self.logz_head.load_state_dict(torch.load(head, map_location=self.accelerator.device))

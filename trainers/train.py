@@ -42,11 +42,18 @@ class MetricsLog(TrainerCallback):
         self.path = Path(output_dir) / "metrics.csv"
         self.console = console
         self.rows: list[dict] = []
+        self.resumed = False
+        if self.path.exists():  # a resumed run keeps the rows of the steps before it
+            with open(self.path, newline="") as f:
+                self.rows = [{k: float(v) for k, v in r.items() if v != ""} for r in csv.DictReader(f)]
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not state.is_world_process_zero:
             return
         row = {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, (int, float))}}
+        if not self.resumed:  # rows the interrupted run logged after its last checkpoint are redone now
+            self.rows = [r for r in self.rows if r["step"] < state.global_step]
+            self.resumed = True
         self.rows.append(row)
         columns = sorted({k for r in self.rows for k in r}, key=lambda k: (k != "step", k))
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,8 +96,13 @@ def build_trainer(spec: TrainSpec, console=None):
 
 
 def train(trainer, spec: TrainSpec) -> Path:
-    trainer.train()
-    out = Path(spec.output_dir)
+    """Train (resuming from the newest checkpoint in the output folder, if any) and save."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    out_dir = Path(spec.output_dir)
+    last = get_last_checkpoint(str(out_dir)) if out_dir.is_dir() else None
+    trainer.train(resume_from_checkpoint=last)
+    out = out_dir
     trainer.save_model(str(out))
     (out / "mmnp_train.json").write_text(json.dumps(dataclasses.asdict(spec), indent=1))
     return out
