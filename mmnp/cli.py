@@ -386,12 +386,14 @@ def disa_estimate(
     loglik: str = typer.Option("mean", help="mean (length-normalised) or sum log-likelihoods."),
     max_tokens: int = typer.Option(1024),
     seed: int = typer.Option(2, help="Prompt generation seed (away from the test set's)."),
+    engine: str = typer.Option("transformers", help="Draw proposals with transformers or vllm (GPU)."),
 ) -> None:
     """Importance-sampling labels log Z_IS(q), one per prompt, with their ESS (resumable)."""
     from mmnp.trainers.disa import EstimateSpec, estimate
 
     spec = EstimateSpec(ref=ref, proposal=proposal, tasks=tasks, difficulty=difficulty, prompts=prompts,
-                        samples=samples, beta=beta, seed=seed, max_tokens=max_tokens, reward=reward, loglik=loglik)
+                        samples=samples, beta=beta, seed=seed, max_tokens=max_tokens, reward=reward, loglik=loglik,
+                        engine=engine)
     with progress_bar() as bar:
         job = bar.add_task("estimating log Z", total=None, rate="")
         estimate(spec, out, progress=lambda done, total: bar.update(job, completed=done, total=total))

@@ -115,3 +115,17 @@ def test_pipeline_estimate_fit_train(tiny_text, tmp_path):
     assert result.exit_code == 2 and "--reward quality" in result.output
     result = runner.invoke(app, ["disa", "fit", str(tmp_path / "nothing")])
     assert result.exit_code == 2
+
+
+def test_vllm_proposals_need_vllm(tiny_text, tmp_path):
+    import importlib.util
+
+    from mmnp.trainers.disa import EstimateSpec, estimate
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here")
+    spec = EstimateSpec(ref=str(tiny_text), proposal=str(tiny_text), prompts=1, samples=2, engine="vllm")
+    with pytest.raises(ValueError, match="needs vLLM"):
+        estimate(spec, tmp_path)
+    with pytest.raises(ValueError, match="--engine 'tgi'"):
+        estimate(EstimateSpec(ref="x", proposal="x", engine="tgi"), tmp_path / "other")

@@ -248,3 +248,13 @@ def test_a_different_dataset_is_refused(small_dataset, tmp_path):
         evaluate(make_backend("solver:heuristic"), instances,
                  EvalConfig("solver:heuristic", ("text",), 1, Sampling(temperature=0.7)), tmp_path,
                  image_loader=loader, dataset=dataset)
+
+
+def test_vllm_is_imported_only_when_used():
+    """The base install never needs vLLM; asking for it without it says what to install."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here")
+    with pytest.raises(ValueError, match=r"pip install 'mmnp\[vllm\]'"):
+        make_backend("vllm:/models/x")

@@ -22,7 +22,7 @@ import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Protocol
 
 import torch
 from torch import nn
@@ -93,8 +93,11 @@ class EstimateSpec:
     max_tokens: int = 1024
     reward: str = "quality"
     loglik: str = "mean"
+    engine: str = "transformers"  # or "vllm" for the proposals (GPU)
 
     def validate(self) -> None:
+        if self.engine not in ("transformers", "vllm"):
+            raise ValueError(f"--engine {self.engine!r}: choose transformers or vllm")
         if self.loglik not in ("mean", "sum"):
             raise ValueError(f"--loglik {self.loglik!r}: choose mean (length-normalised) or sum")
         if self.reward not in REWARDS:
@@ -109,6 +112,59 @@ def _load_causal(path: str, device):
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path).to(device).eval()
     return model, tokenizer
+
+
+class _Proposals(Protocol):
+    tokenizer: Any
+
+    def sample(self, prompt_ids: list[int], n: int, max_tokens: int, seed: int,
+               loglik: str) -> tuple[list[list[int]], list[float]]:
+        """n completions (token ids, EOS included) drawn by plain sampling at temperature 1,
+        and log p_T of each under the same convention as the reference's."""
+
+
+class _TransformersProposals:
+    def __init__(self, model, tokenizer, device) -> None:
+        self.model, self.tokenizer, self.device = model, tokenizer, device
+
+    def sample(self, prompt_ids, n, max_tokens, seed, loglik):
+        torch.manual_seed(seed)
+        ids = torch.tensor([prompt_ids] * n, device=self.device)
+        eos = self.tokenizer.eos_token_id
+        with torch.no_grad():  # plain ancestral sampling: log p_T is the sampling distribution
+            generated = self.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=1.0,
+                                            top_k=0, top_p=1.0, max_new_tokens=max_tokens,
+                                            pad_token_id=self.tokenizer.pad_token_id)
+        completions = []
+        for row in generated[:, len(prompt_ids) :].tolist():
+            completions.append((row[: row.index(eos) + 1] if eos in row else row) or [eos])
+        return completions, sequence_logps(self.model, prompt_ids, completions, loglik, self.device)
+
+
+class _VLLMProposals:
+    """vLLM samples and reports each sampled token's log-probability: no scoring pass."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            from vllm import LLM
+        except ImportError:
+            raise ValueError("--engine vllm needs vLLM on a GPU machine: pip install 'mmnp[vllm]'") from None
+        self.llm = LLM(model=path)
+        self.tokenizer = self.llm.get_tokenizer()
+
+    def sample(self, prompt_ids, n, max_tokens, seed, loglik):
+        from vllm import SamplingParams
+
+        params = SamplingParams(n=n, temperature=1.0, top_p=1.0, top_k=-1, max_tokens=max_tokens, logprobs=0,
+                                seed=seed)
+        output = self.llm.generate([{"prompt_token_ids": prompt_ids}], params, use_tqdm=False)[0]
+        completions, logps = [], []
+        for c in output.outputs:
+            tokens = list(c.token_ids)
+            token_logps = [step[t].logprob for t, step in zip(tokens, c.logprobs)]
+            completions.append(tokens)
+            logps.append(sum(token_logps) if loglik == "sum" else sum(token_logps) / max(len(token_logps), 1))
+        return completions, logps
 
 
 def estimation_prompts(spec: EstimateSpec):
@@ -147,7 +203,12 @@ def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int],
         done = {json.loads(line)["id"] for line in raw.decode().splitlines() if line.strip()}
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     ref, ref_tok = _load_causal(spec.ref, device)
-    proposal, prop_tok = (ref, ref_tok) if spec.proposal == spec.ref else _load_causal(spec.proposal, device)
+    if spec.engine == "vllm":
+        proposals: _Proposals = _VLLMProposals(spec.proposal)
+    else:
+        proposals = _TransformersProposals(*((ref, ref_tok) if spec.proposal == spec.ref
+                                             else _load_causal(spec.proposal, device)), device)
+    prop_tok = proposals.tokenizer
     reward = REWARDS[spec.reward]
     todo = [inst for inst in estimation_prompts(spec) if inst.id not in done]
     with open(labels, "a", encoding="utf-8") as f:
@@ -156,22 +217,13 @@ def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int],
             ref_prompt, prop_prompt = (
                 tok(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False),
                     add_special_tokens=False)["input_ids"] for tok in (ref_tok, prop_tok))  # as TRL tokenizes
-            torch.manual_seed(spec.seed * 1_000_003 + zlib.crc32(inst.id.encode()))  # per prompt: resumes identically
-            ids = torch.tensor([prop_prompt] * spec.samples, device=device)
-            with torch.no_grad():  # plain ancestral sampling: log p_T below is the sampling distribution
-                generated = proposal.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True,
-                                              temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=spec.max_tokens,
-                                              pad_token_id=prop_tok.pad_token_id)
-            completions = []
-            for row in generated[:, len(prop_prompt) :].tolist():
-                if prop_tok.eos_token_id in row:
-                    row = row[: row.index(prop_tok.eos_token_id) + 1]
-                completions.append(row or [prop_tok.eos_token_id])
+            seed = spec.seed * 1_000_003 + zlib.crc32(inst.id.encode())  # per prompt: resumes identically
+            completions, logp_t = proposals.sample(prop_prompt, spec.samples, spec.max_tokens, seed, spec.loglik)
             texts = [prop_tok.decode(c, skip_special_tokens=True) for c in completions]
             rewards = reward(None, texts, [record_payload(inst)] * len(texts))
-            logp_t = sequence_logps(proposal, prop_prompt, completions, spec.loglik, device)
-            ref_completions = [ref_tok(t, add_special_tokens=False)["input_ids"] + [ref_tok.eos_token_id] for t in texts] \
-                if proposal is not ref else completions
+            same_model = getattr(proposals, "model", None) is ref
+            ref_completions = completions if same_model else \
+                [ref_tok(t, add_special_tokens=False)["input_ids"] + [ref_tok.eos_token_id] for t in texts]
             logp_ref = sequence_logps(ref, ref_prompt, ref_completions, spec.loglik, device)
             a = torch.tensor(logp_ref) - torch.tensor(logp_t) + spec.beta * torch.tensor(rewards)
             log_z = log_z_importance_sampling(torch.tensor(logp_ref), torch.tensor(logp_t), torch.tensor(rewards),
