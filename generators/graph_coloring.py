@@ -8,8 +8,8 @@ import numpy as np
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
-from mmnp.generators.graphs import edge_list_text, random_edges, title
-from mmnp.render import Canvas, class_colour, draw_graph
+from mmnp.generators.graphs import edge_list_text, graph_picture, marked, random_edges
+from mmnp.render import Canvas, class_colour
 
 
 @dataclass(frozen=True)
@@ -61,16 +61,11 @@ def prompt(data: dict) -> str:
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
     from mmnp.verifiers.graph_coloring import as_mapping
 
-    n = data["n"]
-    canvas = Canvas(size, size)
     fill = None
     if solution is not None:
-        names = {}
+        names: dict[int, int] = {}
         mapping = as_mapping(solution)
-        fill = [class_colour(names.setdefault(mapping[v], len(names))) if v in mapping else 0 for v in range(n)]
-    bold = [tuple(w) for v in violations if v.kind == "conflict" for w in v.where]
-    ringed = [w for v in violations if v.kind in ("missing_vertex", "invalid_colour", "repeated_vertex")
-              for w in v.where if isinstance(w, int)]
-    title(canvas, f"Graph colouring: {n} vertices, {len(data['edges'])} edges")
-    draw_graph(canvas, n, data["edges"], (0, 30, size, size), node_fill=fill, bold_edges=bold, ringed=ringed)
-    return canvas
+        fill = [class_colour(names.setdefault(mapping[v], len(names))) if v in mapping else 0 for v in range(data["n"])]
+    ringed = [w for w in marked(violations, "missing_vertex", "invalid_colour", "repeated_vertex") if isinstance(w, int)]
+    return graph_picture(data, size, "Graph colouring", node_fill=fill,
+                         bold_edges=[tuple(e) for e in marked(violations, "conflict")], ringed=ringed)

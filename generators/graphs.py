@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmnp.render import Canvas
+from mmnp.core import Violation
+from mmnp.render import ORANGE, Canvas, draw_graph
 
 
 def edge_list_text(edges: list[list[int]]) -> str:
@@ -13,6 +14,27 @@ def edge_list_text(edges: list[list[int]]) -> str:
 
 def title(canvas: Canvas, text: str) -> None:
     canvas.text((canvas.width / 2, 8), text, size=16, anchor="mt", bold=True)
+
+
+def graph_picture(data: dict, size: int, heading: str, **draw) -> Canvas:
+    """A graph task's picture: a title line, then the graph (see `draw_graph` for `draw`)."""
+    canvas = Canvas(size, size)
+    title(canvas, f"{heading}: {data['n']} vertices, {len(data['edges'])} edges")
+    draw_graph(canvas, data["n"], draw.pop("edges", data["edges"]), (0, 30, size, size), **draw)
+    return canvas
+
+
+def chosen_fill(solution, n: int) -> list[int] | None:
+    """Node fills marking the vertices an answer picked (None: no answer to show)."""
+    if solution is None:
+        return None
+    chosen = {v for v in solution if isinstance(v, int)}
+    return [ORANGE if v in chosen else 0 for v in range(n)]
+
+
+def marked(violations: tuple[Violation, ...], *kinds: str) -> list:
+    """The elements named by the violations of the given kinds."""
+    return [w for v in violations if v.kind in kinds for w in v.where]
 
 
 def random_edges(rng: np.random.Generator, pairs: list[tuple[int, int]], p: float) -> set[tuple[int, int]]:

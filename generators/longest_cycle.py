@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import edge_list_text, random_edges, title
+from mmnp.generators.graphs import edge_list_text, graph_picture, marked, random_edges
 from mmnp.prompting import answer_instructions
-from mmnp.render import BLUE, Canvas, draw_graph
+from mmnp.render import BLUE, Canvas
 
 
 @dataclass(frozen=True)
@@ -60,25 +60,12 @@ def prompt(data: dict) -> str:
 
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
+    """The answer's existing edges in blue, the ones it needs but the graph lacks in red."""
     n = data["n"]
-    canvas = Canvas(size, size)
-    colours: dict[tuple[int, int], int] = {}
-    bold: list[tuple[int, int]] = []
-    if solution:
-        path = [v for v in solution if isinstance(v, int) and 0 <= v < n]
-        for a, b in zip(path, path[1:] + path[:1]):
-            if a != b:
-                key = (min(a, b), max(a, b))
-                colours[key] = BLUE
-                bold.append(key)
-    for v in violations:  # missing edges are drawn (red) where the answer needs them
-        if v.kind == "missing_edge":
-            for a, b in v.where:
-                if 0 <= a < n and 0 <= b < n:
-                    colours.pop((min(a, b), max(a, b)), None)
-    ringed = [w for v in violations if v.kind == "repeated_vertex" for w in v.where]
-    title(canvas, f"Longest cycle: {n} vertices, {len(data['edges'])} edges")
-    edges = data["edges"] + [[a, b] for v in violations if v.kind == "missing_edge" for a, b in v.where
-                             if 0 <= a < n and 0 <= b < n]
-    draw_graph(canvas, n, edges, (0, 30, size, size), edge_colour=colours, bold_edges=bold, ringed=ringed)
-    return canvas
+    inside = lambda a, b: 0 <= a < n and 0 <= b < n and a != b  # noqa: E731
+    missing = [(min(a, b), max(a, b)) for a, b in marked(violations, "missing_edge") if inside(a, b)]
+    path = [v for v in solution or () if isinstance(v, int) and 0 <= v < n]
+    used = [(min(a, b), max(a, b)) for a, b in zip(path, path[1:] + path[:1]) if a != b]
+    colours = {e: BLUE for e in used if e not in missing}
+    return graph_picture(data, size, "Longest cycle", edges=data["edges"] + [list(e) for e in missing],
+                         edge_colour=colours, bold_edges=used, ringed=marked(violations, "repeated_vertex"))

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import edge_list_text, random_edges, title
+from mmnp.generators.graphs import chosen_fill, edge_list_text, graph_picture, marked, random_edges
 from mmnp.prompting import answer_instructions
-from mmnp.render import ORANGE, Canvas, draw_graph
+from mmnp.render import Canvas
 
 
 @dataclass(frozen=True)
@@ -55,15 +55,7 @@ def prompt(data: dict) -> str:
 
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
-    n = data["n"]
-    canvas = Canvas(size, size)
-    fill = None
-    if solution is not None:
-        chosen = {v for v in solution if isinstance(v, int)}
-        fill = [ORANGE if v in chosen else 0 for v in range(n)]
-    missing = [tuple(p) for v in violations if v.kind == "not_adjacent" for p in v.where]
-    ringed = [w for v in violations if v.kind == "repeated_vertex" for w in v.where]
-    title(canvas, f"Maximum clique: {n} vertices, {len(data['edges'])} edges")
-    draw_graph(canvas, n, data["edges"] + [list(p) for p in missing], (0, 30, size, size), node_fill=fill,
-               bold_edges=missing, ringed=ringed)
-    return canvas
+    apart = [tuple(p) for p in marked(violations, "not_adjacent")]  # drawn where an edge is missing
+    return graph_picture(data, size, "Maximum clique", edges=data["edges"] + [list(p) for p in apart],
+                         node_fill=chosen_fill(solution, data["n"]), bold_edges=apart,
+                         ringed=marked(violations, "repeated_vertex"))

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import edge_list_text, random_edges, title
+from mmnp.generators.graphs import edge_list_text, graph_picture, marked, random_edges
 from mmnp.prompting import answer_instructions
-from mmnp.render import Canvas, class_colour, draw_graph
+from mmnp.render import Canvas, class_colour
 
 
 @dataclass(frozen=True)
@@ -87,18 +87,15 @@ def prompt(data: dict) -> str:
 
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
+    """The two halves in two colours, the edges across them in bold red."""
     from mmnp.verifiers.min_bisection import halves
 
     n = data["n"]
-    canvas = Canvas(size, size)
-    fill, cut = None, []
+    fill, cut, heading = None, [], "Minimum bisection"
     if solution is not None:
-        first, _ = halves(solution)
-        a = {v for v in first if isinstance(v, int)}
-        fill = [class_colour(0) if v in a else class_colour(2) for v in range(n)]
-        cut = [(u, v) for u, v in data["edges"] if (u in a) != (v in a)]
-    ringed = [w for v in violations if v.kind in ("repeated_vertex", "missing_vertex") for w in v.where]
-    title(canvas, f"Minimum bisection: {n} vertices, {len(data['edges'])} edges"
-          + (f" ({len(cut)} cut)" if solution is not None else ""))
-    draw_graph(canvas, n, data["edges"], (0, 30, size, size), node_fill=fill, bold_edges=cut, ringed=ringed)
-    return canvas
+        first = {v for v in halves(solution)[0] if isinstance(v, int)}
+        fill = [class_colour(0) if v in first else class_colour(2) for v in range(n)]
+        cut = [(u, v) for u, v in data["edges"] if (u in first) != (v in first)]
+        heading = f"Minimum bisection ({len(cut)} edges cut)"
+    return graph_picture(data, size, heading, node_fill=fill, bold_edges=cut,
+                         ringed=marked(violations, "repeated_vertex", "missing_vertex"))

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import edge_list_text, random_edges, title
+from mmnp.generators.graphs import chosen_fill, edge_list_text, graph_picture, marked, random_edges
 from mmnp.prompting import answer_instructions
-from mmnp.render import ORANGE, Canvas, draw_graph
+from mmnp.render import Canvas
 
 
 @dataclass(frozen=True)
@@ -60,14 +60,6 @@ def prompt(data: dict) -> str:
 
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
-    n = data["n"]
-    canvas = Canvas(size, size)
-    fill = None
-    if solution is not None:
-        chosen = {v for v in solution if isinstance(v, int)}
-        fill = [ORANGE if v in chosen else 0 for v in range(n)]
-    bold = [tuple(e) for v in violations if v.kind == "uncovered_edge" for e in v.where]
-    ringed = [w for v in violations if v.kind == "repeated_vertex" for w in v.where]
-    title(canvas, f"Vertex cover: {n} vertices, {len(data['edges'])} edges")
-    draw_graph(canvas, n, data["edges"], (0, 30, size, size), node_fill=fill, bold_edges=bold, ringed=ringed)
-    return canvas
+    return graph_picture(data, size, "Vertex cover", node_fill=chosen_fill(solution, data["n"]),
+                         bold_edges=[tuple(e) for e in marked(violations, "uncovered_edge")],
+                         ringed=marked(violations, "repeated_vertex"))
