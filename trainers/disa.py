@@ -273,8 +273,9 @@ def _held_out(identifier: str, fraction: float) -> bool:
 
 def fit(folder: str | Path, hidden: int = 64, epochs: int = 500, lr: float = 3e-3, weight_decay: float = 1e-2,
         held_out: float = 0.2, seed: int = 0) -> dict:
-    """Fit g_psi to the IS labels by least squares; save it, its configuration and a
-    calibration plot (predicted vs label on the held-out prompts)."""
+    """Fit g_psi to the IS labels by least squares (early-stopped on a validation part of
+    the train split); save it, its configuration and a calibration plot (predicted vs
+    label on the held-out prompts, which the fit never sees)."""
     folder = Path(folder)
     rows = [json.loads(line) for line in (folder / LABELS).read_text().splitlines() if line.strip()]
     if len(rows) < 5:
@@ -288,12 +289,23 @@ def fit(folder: str | Path, hidden: int = 64, epochs: int = 500, lr: float = 3e-
     anchor = Anchor(x.size(1), hidden)
     anchor.x_mean, anchor.x_std = x[~test].mean(0), x[~test].std(0).clamp(min=1e-6)
     anchor.y_mean, anchor.y_std = y[~test].mean(), y[~test].std().clamp(min=1e-6)
+    # early stopping on a validation part of the train split (the held-out part stays unseen)
+    train_rows = torch.nonzero(~test).squeeze(1)
+    val = train_rows[torch.tensor([_held_out("val:" + rows[i]["id"], 0.2) for i in train_rows.tolist()])]
+    fit_rows = train_rows[~torch.isin(train_rows, val)] if len(val) else train_rows
+    val = val if len(val) else fit_rows
     optimiser = torch.optim.AdamW(anchor.parameters(), lr=lr, weight_decay=weight_decay)
-    for _ in range(epochs):
-        loss = ((anchor(x[~test]) - y[~test]) ** 2).mean()
+    best, best_state = float("inf"), None
+    for epoch in range(epochs):
+        loss = ((anchor(x[fit_rows]) - y[fit_rows]) ** 2).mean()
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
+        with torch.no_grad():
+            val_mse = ((anchor(x[val]) - y[val]) ** 2).mean().item()
+        if val_mse < best:
+            best, best_state = val_mse, {k: v.clone() for k, v in anchor.state_dict().items()}
+    anchor.load_state_dict(best_state)
     anchor.eval().requires_grad_(False)
     pred = anchor(x)
     mse = lambda mask: ((pred[mask] - y[mask]) ** 2).mean().item()  # noqa: E731
