@@ -8,7 +8,7 @@ import numpy as np
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
-from mmnp.generators.graphs import edge_list_text, graph_picture, marked, random_edges
+from mmnp.generators.graphs import graph_picture, graph_text, marked, random_edges
 from mmnp.render import Canvas, class_colour
 
 
@@ -51,8 +51,7 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
 
 def prompt(data: dict) -> str:
     return (
-        f"An undirected graph has {data['n']} vertices, numbered 0 to {data['n'] - 1}, and these "
-        f"{len(data['edges'])} edges:\n{edge_list_text(data['edges'])}\n\n"
+        f"{graph_text(data)}\n\n"
         "Colour every vertex so that two vertices joined by an edge have different colours, "
         "using as few colours as possible.\n\n" + FORMAT
     )

@@ -12,6 +12,12 @@ def edge_list_text(edges: list[list[int]]) -> str:
     return ", ".join(f"({u}, {v})" for u, v in edges)
 
 
+def graph_text(data: dict) -> str:
+    """The graph as the text prompts state it: vertex count and every edge."""
+    return (f"An undirected graph has {data['n']} vertices, numbered 0 to {data['n'] - 1}, and these "
+            f"{len(data['edges'])} edges:\n{edge_list_text(data['edges'])}")
+
+
 def title(canvas: Canvas, text: str) -> None:
     canvas.text((canvas.width / 2, 8), text, size=16, anchor="mt", bold=True)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import edge_list_text, graph_picture, marked, random_edges
+from mmnp.generators.graphs import graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import BLUE, Canvas
 
@@ -52,8 +52,7 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
 
 def prompt(data: dict) -> str:
     return (
-        f"An undirected graph has {data['n']} vertices, numbered 0 to {data['n'] - 1}, and these "
-        f"{len(data['edges'])} edges:\n{edge_list_text(data['edges'])}\n\n"
+        f"{graph_text(data)}\n\n"
         "Find the longest simple cycle: at least 3 distinct vertices, each consecutive pair joined by an edge, "
         "and an edge from the last vertex back to the first. Its length is its number of vertices.\n\n" + FORMAT
     )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import chosen_fill, edge_list_text, graph_picture, marked, random_edges
+from mmnp.generators.graphs import chosen_fill, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas
 
@@ -48,8 +48,7 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
 
 def prompt(data: dict) -> str:
     return (
-        f"An undirected graph has {data['n']} vertices, numbered 0 to {data['n'] - 1}, and these "
-        f"{len(data['edges'])} edges:\n{edge_list_text(data['edges'])}\n\n"
+        f"{graph_text(data)}\n\n"
         "Find a largest clique: a set of vertices in which every two are joined by an edge.\n\n" + FORMAT
     )
 

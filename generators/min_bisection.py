@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import edge_list_text, graph_picture, marked, random_edges
+from mmnp.generators.graphs import graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas, class_colour
 
@@ -79,8 +79,7 @@ def _connect(edges: set[tuple[int, int]], n: int, side: list[int], rng: np.rando
 
 def prompt(data: dict) -> str:
     return (
-        f"An undirected graph has {data['n']} vertices, numbered 0 to {data['n'] - 1}, and these "
-        f"{len(data['edges'])} edges:\n{edge_list_text(data['edges'])}\n\n"
+        f"{graph_text(data)}\n\n"
         "Split the vertices into two halves of equal size (sizes may differ by one when the number of vertices "
         "is odd) so that as few edges as possible join the two halves.\n\n" + FORMAT
     )

@@ -303,3 +303,9 @@ def parse_int_list(text: Any, what: str) -> list[int]:
             raise ParseError(f"expected a flat list of {what} ids, found a nested list")
         out.append(as_int(x, what))
     return out
+
+
+def parse_cycle(text: Any, what: str) -> list[int]:
+    """A cycle of ids; a closed cycle may repeat its start at the end."""
+    cycle = parse_int_list(text, what)
+    return cycle[:-1] if len(cycle) > 1 and cycle[0] == cycle[-1] else cycle

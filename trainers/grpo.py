@@ -14,6 +14,7 @@ import torch
 from accelerate.utils import gather_object
 from trl import GRPOConfig, GRPOTrainer
 
+from mmnp.registry import get_task
 from mmnp.rewards import COLUMN, score
 
 VISION_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "spatial_shapes", "image_sizes",
@@ -183,8 +184,6 @@ class MMNPGRPOTrainer(GRPOTrainer):
             feasible.append(float(verdict.feasible))
             ratios.append(ratio)
             if verdict.feasible:
-                from mmnp.registry import get_task
-
                 task = get_task(example["task"]) if "task" in example else None
                 canon.append(repr(task.verifier.canonical(verdict.solution)) if task else repr(verdict.solution))
             else:

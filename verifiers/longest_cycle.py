@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmnp.core import Violation, edge_str, id_check, prepared, violation
-from mmnp.parsing import parse_int_list
+from mmnp.parsing import parse_cycle
 from mmnp.verifiers.tsp import canonical as _cycle_canonical
 
 VIOLATION_KINDS = {
@@ -15,10 +15,7 @@ VIOLATION_KINDS = {
 
 
 def parse(text: str) -> list[int]:
-    cycle = parse_int_list(text, "vertex")
-    if len(cycle) > 1 and cycle[0] == cycle[-1]:
-        cycle = cycle[:-1]  # a closed cycle may repeat its start
-    return cycle
+    return parse_cycle(text, "vertex")
 
 
 def check(data: dict, cycle: list[int]) -> tuple[float | None, list[Violation]]:

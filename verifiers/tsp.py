@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from mmnp.core import Violation, id_check, violation
-from mmnp.parsing import parse_int_list
+from mmnp.parsing import parse_cycle
 
 VIOLATION_KINDS = {
     "unknown_city": "an id that is not a city",
@@ -15,10 +15,7 @@ VIOLATION_KINDS = {
 
 
 def parse(text: str) -> list[int]:
-    tour = parse_int_list(text, "city")
-    if len(tour) > 1 and tour[0] == tour[-1]:
-        tour = tour[:-1]  # a closed tour may repeat its start
-    return tour
+    return parse_cycle(text, "city")
 
 
 def check(data: dict, tour: list[int]) -> tuple[float | None, list[Violation]]:
