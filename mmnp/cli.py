@@ -14,12 +14,18 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from mmnp import clikit
 from mmnp.clikit import console, out_console, progress_bar, split_list, user_errors
 from mmnp.evaluation import cli as evaluation_cli
 from mmnp.trainers import cli as trainers_cli
 
 app = typer.Typer(help="MM-NP-Bench: generate, verify, evaluate and train on NP-hard optimisation tasks.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")) -> None:
+    clikit.DEBUG = debug
 
 
 def parse_params(params: list[str]) -> dict[str, str]:

@@ -12,25 +12,39 @@ from typing import Callable
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from mmnp.errors import MMNPError
 
 console = Console(stderr=True, soft_wrap=True)
 out_console = Console()
 
-USER_ERRORS = (ValueError, KeyError, FileExistsError, FileNotFoundError, TypeError)
+# Legacy: plain ValueError/KeyError/... are still printed as user errors until every raise site uses
+# mmnp.errors; then only MMNPError remains here.
+USER_ERRORS = (MMNPError, ValueError, KeyError, FileExistsError, FileNotFoundError, TypeError)
+DEBUG = False  # set by `mmnp --debug`: errors keep their traceback
 
 
 def user_errors(fn: Callable) -> Callable:
-    """Print a user's mistake as one red line and exit 2, instead of a traceback."""
+    """Print a user's mistake or a refused input as one red line (exit 2 or 1), instead of a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except USER_ERRORS as e:
+            if DEBUG:
+                raise
             message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
             console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-            raise typer.Exit(2) from None
+            raise typer.Exit(getattr(e, "exit_code", 2)) from None
 
     return wrapper
 
