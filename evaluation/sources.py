@@ -2,43 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Callable
 
 from mmnp.core import Instance
-from mmnp.dataset import MANIFEST, instance_id, instance_seed, load_dataset, read_manifest
-from mmnp.registry import get_task, resolve_tasks
+from mmnp.dataset import select_instances
 
 
 def load_instances(data: Path | None, tasks: str, difficulties: list[str], count: int, seed: int,
-                   limit: int | None, need_images: bool) -> tuple[list[Instance], Callable[[Instance], bytes], dict]:
-    """(instances, image loader, dataset description for results.json)."""
-    names = [t.name for t in resolve_tasks(tasks)]
-    if data is not None:
-        manifest = read_manifest(data)
-        instances, per_shard = [], {}
-        for inst in load_dataset(data, names, difficulties):
-            shard = (inst.task, inst.difficulty)
-            per_shard[shard] = per_shard.get(shard, 0) + 1
-            if limit is None or per_shard[shard] <= limit:
-                instances.append(inst)
-        if not instances:
-            raise ValueError(f"{data} holds no instances of tasks {','.join(names)} at {','.join(difficulties)}")
-
-        def image_loader(inst: Instance) -> bytes:
-            if inst.image:
-                return (Path(data) / inst.image).read_bytes()
-            return get_task(inst.task).render(inst)  # a dataset made with --no-images
-
-        description = {"path": str(data), "benchmark_hash": manifest["benchmark_hash"],
-                       "identity": manifest["benchmark_hash"],
-                       "manifest_sha256": hashlib.sha256((Path(data) / MANIFEST).read_bytes()).hexdigest()}
-        return instances, image_loader, description
-    n = count if limit is None else min(count, limit)
-    instances = [get_task(t).generate(d, instance_seed(seed, i), id=instance_id(t, d, i))
-                 for t in names for d in difficulties for i in range(n)]
-    bench = hashlib.sha256("".join(f"{i.id}:{i.hash}\n" for i in instances).encode()).hexdigest()
-    description = {"generated": {"tasks": names, "difficulties": difficulties, "count": n, "seed": seed},
-                   "benchmark_hash": bench, "identity": f"generated with seed {seed}"}
-    return instances, lambda inst: get_task(inst.task).render(inst), description
+                   limit: int | None, need_images: bool, allow_modified: bool = False,
+                   ) -> tuple[list[Instance], Callable[[Instance], bytes], dict]:
+    """(instances, image loader, dataset identity for results.json); see `mmnp.dataset.select_instances`."""
+    selection = select_instances(tasks, difficulties, data=data, count=count, seed=seed, limit=limit,
+                                 allow_modified=allow_modified)
+    identity = selection.identity
+    # "identity": what a resumed run must match (runner.py); instances and references both count
+    return selection.instances, selection.image, {**identity, "identity": f"{identity['content_hash']}:{identity['references_hash']}"}

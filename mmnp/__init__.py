@@ -8,10 +8,15 @@ reference solvers, evaluation and RL trainers.
     for inst in mmnp.load_dataset("data/"): ...
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from mmnp.core import Instance, Verdict, Violation
 from mmnp.registry import get_task, list_tasks, register
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("mmnp")  # the one place it is written is pyproject.toml
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 
 def load_dataset(path, tasks=None, difficulties=None):

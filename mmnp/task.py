@@ -2,7 +2,7 @@
 
 A task `x` is three files with the same name, `generators/x.py`, `verifiers/x.py` and
 `solvers/x.py`, that provide the module-level names in the three Protocols below, and one
-`register(Task.from_modules(...))` line in `mmnp/tasks.py`. Everything else (datasets,
+`(name, category, direction)` line in `mmnp/tasks.py`. Everything else (datasets,
 the CLI, metrics, rewards, the conformance tests) works through this class.
 """
 

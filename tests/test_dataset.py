@@ -8,6 +8,7 @@ import pytest
 
 import mmnp
 from mmnp.dataset import IN_PROGRESS, GenerateSpec, find_instance, generate_dataset, load_dataset
+from mmnp.errors import DataError, UsageError
 
 SPEC = GenerateSpec(tasks=("tsp", "knapsack", "graph_coloring"), difficulties=("easy", "medium"), count=3, seed=5,
                     time_limit=1.0)
@@ -52,7 +53,7 @@ def test_load_filters_and_find(small_dataset):
     assert find_instance(small_dataset, only[1].id) == only[1]
     with pytest.raises(KeyError, match="no instance 'knapsack-medium-0099'"):
         find_instance(small_dataset, "knapsack-medium-0099")
-    with pytest.raises(FileNotFoundError, match="no readable manifest.json"):
+    with pytest.raises(DataError, match="no readable manifest.json"):
         list(load_dataset(small_dataset / "knapsack"))
 
 
@@ -61,14 +62,14 @@ def test_existing_output_is_protected(tmp_path):
     small = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=2, seed=0, images=False, optimal=False)
     generate_dataset(out, small)
     other = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=2, seed=1, images=False, optimal=False)
-    with pytest.raises(FileExistsError, match="--overwrite"):
+    with pytest.raises(UsageError, match="--overwrite"):
         generate_dataset(out, other)
     assert generate_dataset(out, small)["arguments"]["seed"] == 0  # same spec: already complete, untouched
     assert generate_dataset(out, other, overwrite=True)["arguments"]["seed"] == 1
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("precious")
-    with pytest.raises(FileExistsError, match="did not write"):
+    with pytest.raises(UsageError, match="did not write"):
         generate_dataset(foreign, small, overwrite=True)
     assert (foreign / "thesis.tex").read_text() == "precious"
 
@@ -85,7 +86,7 @@ def test_interrupted_generation_resumes_to_the_same_bytes(tmp_path):
     partial = tmp_path / "crashed"
     assert (partial / IN_PROGRESS).exists() and not (partial / "manifest.json").exists()
     assert len(list(partial.rglob("*.jsonl"))) == 3
-    with pytest.raises(FileNotFoundError, match="rerun the same"):
+    with pytest.raises(DataError, match="rerun the same"):
         list(load_dataset(partial))
     seen = []
     generate_dataset(partial, SPEC, progress=lambda done, total: seen.append(total))

@@ -7,8 +7,8 @@ import io
 from pathlib import Path
 
 from mmnp.core import Instance
-from mmnp.dataset import instance_id, instance_seed, load_dataset
-from mmnp.registry import get_task, resolve_tasks
+from mmnp.dataset import image_path, select_instances
+from mmnp.registry import get_task
 from mmnp.rewards import COLUMN, record_payload
 
 
@@ -16,11 +16,7 @@ def training_instances(tasks: str | list[str], difficulties: list[str], count: i
                        data: str | Path | None = None) -> list[Instance]:
     """Instances from a generated folder, or generated from seeds (`count` per task and
     difficulty). Pick a seed other than the test set's: content hashes reveal any overlap."""
-    names = [t.name for t in resolve_tasks(tasks)]
-    if data is not None:
-        return list(load_dataset(data, names, difficulties))
-    return [get_task(t).generate(d, instance_seed(seed, i), id=instance_id(t, d, i))
-            for t in names for d in difficulties for i in range(count)]
+    return select_instances(tasks, difficulties, data=data, count=count, seed=seed).instances
 
 
 def to_rows(instances: list[Instance], modality: str = "text", system_prompt: str | None = None,
@@ -36,7 +32,7 @@ def to_rows(instances: list[Instance], modality: str = "text", system_prompt: st
             [{"role": "user", "content": text}]
         row = {"prompt": prompt, COLUMN: record_payload(inst), "task": inst.task, "difficulty": inst.difficulty}
         if modality == "image":
-            png = (Path(data) / inst.image).read_bytes() if data and inst.image else get_task(inst.task).render(inst, image_size)
+            png = image_path(data, inst.image).read_bytes() if data and inst.image else get_task(inst.task).render(inst, image_size)
             row["image"] = Image.open(io.BytesIO(png)).convert("RGB")
         rows.append(row)
     return rows
