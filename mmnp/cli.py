@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import typer
 from rich.markup import escape
@@ -16,6 +17,7 @@ from rich.table import Table
 
 from mmnp import clikit
 from mmnp.clikit import console, out_console, progress_bar, split_list, user_errors
+from mmnp.errors import DataError, RunError, UsageError
 from mmnp.evaluation import cli as evaluation_cli
 from mmnp.trainers import cli as trainers_cli
 
@@ -33,13 +35,44 @@ def parse_params(params: list[str]) -> dict[str, str]:
     for item in params:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--param {item!r}: expected KEY=VALUE, e.g. --param n=25 or --param tsp.n=20-30")
+            raise UsageError(f"--param {item!r}: expected KEY=VALUE, e.g. --param n=25 or --param tsp.n=20-30")
         out[key.strip()] = value.strip()
     return out
 
 
+def file_errors(fn: Callable) -> Callable:
+    """An OSError (a folder that is a file, no permission, a full disk, a name too long) as one line."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except OSError as e:
+            where = e.filename or "a file"
+            raise RunError(f"cannot use {where}: {e.strerror or e}; check the path, its permissions and "
+                           "the free disk space") from None
+
+    return wrapper
+
+
+class Rate:
+    """Instances per second, from the second progress tick on (the first has no interval)."""
+
+    def __init__(self) -> None:
+        self.first: tuple[int, float] | None = None
+
+    def __call__(self, done: int) -> str:
+        now = time.perf_counter()
+        if self.first is None:
+            self.first = (done, now)
+            return ""
+        count, start = self.first
+        return f"{(done - count) / (now - start):.1f} inst/s" if done > count and now > start else ""
+
+
 @app.command()
 @user_errors
+@file_errors
 def generate(
     out: Path = typer.Option(..., "--out", "-o", help="Output folder."),
     tasks: Optional[str] = typer.Option(None, help="Comma-separated task names, or 'all'. [default: all]"),
@@ -48,28 +81,33 @@ def generate(
     seed: Optional[int] = typer.Option(None, help="Base seed. [default: 0]"),
     preset: Optional[str] = typer.Option(None, help="A canonical release, e.g. mm-np-bench-v1 (fixes tasks, "
                                                     "difficulties, count and seed)."),
-    param: List[str] = typer.Option([], help="Generator parameter override KEY=VALUE (e.g. n=25, tsp.n=20-30); repeatable."),
+    param: List[str] = typer.Option([], help="Generator parameter override KEY=VALUE (e.g. n=25, tsp.n=20-30); "
+                                             "repeatable."),
     workers: int = typer.Option(0, help="Worker processes; 0 = all cores. The output does not depend on it."),
     images: bool = typer.Option(True, "--images/--no-images", help="Render PNG images."),
-    optimal: bool = typer.Option(True, "--optimal/--no-optimal", help="Run the exact OR-Tools solver for best-known references."),
+    optimal: bool = typer.Option(True, "--optimal/--no-optimal",
+                                 help="Run the exact OR-Tools solver for best-known references."),
     image_size: int = typer.Option(768, help="Image height in pixels."),
-    time_limit: float = typer.Option(10.0, help="Exact solver's deterministic time limit per instance."),
-    overwrite: bool = typer.Option(False, help="Replace an existing dataset in --out."),
+    time_limit: float = typer.Option(10.0, help="Exact solver's deterministic time limit per instance "
+                                                "(CP-SAT work units, not wall-clock seconds)."),
+    overwrite: bool = typer.Option(False, help="Replace a dataset in --out (only the files it lists)."),
 ) -> None:
-    """Generate a benchmark: prompts, images and reference solutions for each instance."""
-    from mmnp.dataset import PRESETS, GenerateSpec, generate_dataset
+    """Generate a benchmark: prompts, images and reference solutions for each instance.
+
+    Rerun the same command to finish an interrupted run or to repair a damaged dataset."""
+    from mmnp.dataset import GenerateSpec, generate_dataset, preset_spec
     from mmnp.registry import resolve_tasks
 
+    if workers < 0:
+        raise UsageError(f"--workers must be 0 (all cores) or more, got {workers}")
     if preset is not None:
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; available: {', '.join(PRESETS)}")
         clashes = [n for n, v in (("--tasks", tasks), ("--difficulty", difficulty), ("--count", count),
                                   ("--seed", seed), ("--param", param or None)) if v is not None]
+        fixed = preset_spec(preset)
         if clashes:
-            raise ValueError(f"--preset {preset} fixes {', '.join(clashes)}; drop them or drop --preset")
-        fixed = PRESETS[preset]
-        tasks, difficulty = fixed["tasks"], ",".join(fixed["difficulties"])
-        count, seed = fixed["count"], fixed["seed"]
+            raise UsageError(f"--preset {preset} fixes {', '.join(clashes)}; drop them or drop --preset")
+        tasks, difficulty = ",".join(fixed.tasks), ",".join(fixed.difficulties)
+        count, seed = fixed.count, fixed.seed
     spec = GenerateSpec(
         tasks=tuple(t.name for t in resolve_tasks(tasks or "all")),
         difficulties=tuple(split_list(difficulty or "easy,medium,hard")),
@@ -84,16 +122,18 @@ def generate(
     workers = workers or os.cpu_count() or 1
     with progress_bar() as bar:
         job = bar.add_task("generating", total=None, rate="")
-        started = [None]
+        rate = Rate()
 
         def report(done: int, total: int) -> None:
-            started[0] = started[0] or time.perf_counter()
-            elapsed = max(time.perf_counter() - started[0], 1e-9)
-            bar.update(job, completed=done, total=total, rate=f"{done / elapsed:.1f} inst/s")
+            bar.update(job, completed=done, total=total, rate=rate(done))
 
-        manifest = generate_dataset(out, spec, workers=workers, overwrite=overwrite, progress=report)
-    console.print(f"[green]wrote[/] {manifest['total']} instances to {out} "
-                  f"(benchmark hash {manifest['benchmark_hash'][:16]})")
+        def notify(message: str) -> None:
+            bar.console.print(f"[yellow]{escape(message)}[/]", highlight=False)
+
+        manifest = generate_dataset(out, spec, workers=workers, overwrite=overwrite, progress=report, notify=notify)
+    console.print(f"[green]wrote[/] {manifest['total']} instances to {escape(str(out))}", highlight=False)
+    console.print(f"  benchmark hash  {manifest['benchmark_hash']}\n"
+                  f"  references hash {manifest.get('references_hash')}", highlight=False)
 
 
 @app.command("tasks")
@@ -109,32 +149,50 @@ def list_tasks_command(as_json: bool = typer.Option(False, "--json", help="Machi
     if as_json:
         out_console.print_json(json.dumps(rows))
         return
-    table = Table(title=f"{len(rows)} MM-NP-Bench tasks")
-    for col in ("task", "category", "objective", "easy", "medium", "hard"):
-        table.add_column(col)
     fmt = lambda v: f"{v[0]}-{v[1]}" if isinstance(v, (list, tuple)) else str(v)  # noqa: E731
-    for r in rows:
-        cells = [", ".join(f"{k}={fmt(v)}" for k, v in r["presets"].get(d, {}).items()) for d in ("easy", "medium", "hard")]
-        table.add_row(r["name"], r["category"], r["objective"], *cells)
+    columns = ("task", "category", "objective", "easy", "medium", "hard")
+    cells = [[r["name"], r["category"], r["objective"],
+              *(", ".join(f"{k}={fmt(v)}" for k, v in r["presets"].get(d, {}).items()) for d in columns[3:])]
+             for r in rows]
+    if not out_console.is_terminal:  # piped: whole values, one tab-separated line per task
+        for line in (columns, *cells):
+            typer.echo("\t".join(line))
+        return
+    table = Table(title=f"{len(rows)} MM-NP-Bench tasks")
+    for col in columns:  # names are never cut; the preset columns wrap instead
+        table.add_column(col, no_wrap=col in columns[:3], overflow="fold",
+                         min_width=max(len(c[columns.index(col)]) for c in cells) if col in columns[:3] else None)
+    for row in cells:
+        table.add_row(*row)
     out_console.print(table)
 
 
 def _answer_text(answer: Optional[str], answer_file: Optional[Path]) -> Optional[str]:
     if answer is not None and answer_file is not None:
-        raise ValueError("give --answer or --answer-file, not both")
+        raise UsageError("give --answer or --answer-file, not both")
     if answer_file is not None:
-        return sys.stdin.read() if str(answer_file) == "-" else answer_file.read_text(encoding="utf-8")
+        if str(answer_file) == "-":
+            return sys.stdin.read()
+        try:
+            return answer_file.read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise UsageError(f"--answer-file {answer_file}: cannot be read ({e.strerror or e})") from None
     return answer
+
+
+ALLOW_MODIFIED_HELP = "Use a dataset that differs from its manifest (edited on purpose)."
 
 
 @app.command()
 @user_errors
+@file_errors
 def verify(
     data: Path = typer.Option(..., help="Dataset folder written by `mmnp generate`."),
     id: str = typer.Option(..., "--id", help="Instance id, e.g. tsp-medium-0003."),
     answer: Optional[str] = typer.Option(None, help="The answer text (a model's response)."),
     answer_file: Optional[Path] = typer.Option(None, help="Read the answer from a file ('-' for stdin)."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
+    allow_modified: bool = typer.Option(False, "--allow-modified", help=ALLOW_MODIFIED_HELP),
 ) -> None:
     """Verify an answer against a dataset instance and print the verdict."""
     from mmnp.dataset import find_instance
@@ -142,10 +200,12 @@ def verify(
 
     text = _answer_text(answer, answer_file)
     if text is None:
-        raise ValueError("give the answer with --answer TEXT or --answer-file FILE")
-    inst = find_instance(data, id)
+        raise UsageError("give the answer with --answer TEXT or --answer-file FILE")
+    inst = find_instance(data, id, allow_modified=allow_modified)
     task = get_task(inst.task)
     verdict = task.verify(inst, text)
+    if verdict.parsed and verdict.error:
+        raise DataError(f"{data}: {inst.id}: {verdict.error}")
     ratio = task.quality_ratio(verdict.objective, inst.reference_objective)
     opt_ratio = task.quality_ratio(verdict.objective, inst.best_objective)
     if as_json:
@@ -163,6 +223,7 @@ def verify(
 
 @app.command()
 @user_errors
+@file_errors
 def show(
     data: Path = typer.Option(..., help="Dataset folder written by `mmnp generate`."),
     id: str = typer.Option(..., "--id", help="Instance id."),
@@ -170,12 +231,15 @@ def show(
     answer: Optional[str] = typer.Option(None, help="An answer to draw over the instance."),
     answer_file: Optional[Path] = typer.Option(None, help="Read the answer from a file ('-' for stdin)."),
     size: int = typer.Option(768, help="Image height in pixels."),
+    allow_modified: bool = typer.Option(False, "--allow-modified", help=ALLOW_MODIFIED_HELP),
 ) -> None:
     """Draw an instance, with an answer and its violations overlaid when one is given."""
     from mmnp.dataset import atomic_write, find_instance
     from mmnp.registry import get_task
 
-    inst = find_instance(data, id)
+    if not 64 <= size <= 8192:
+        raise UsageError(f"--size must be between 64 and 8192 pixels, got {size}")
+    inst = find_instance(data, id, allow_modified=allow_modified)
     png = get_task(inst.task).render(inst, size, answer=_answer_text(answer, answer_file))
     atomic_write(out, png)
     console.print(f"[green]wrote[/] {out}")

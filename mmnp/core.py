@@ -116,6 +116,8 @@ class Verdict:
     def summary(self) -> str:
         if not self.parsed:
             return f"unparsed: {self.error}"
+        if self.error:  # parsed, but the check itself failed: no verdict on feasibility
+            return f"not checked: {self.error}"
         if self.feasible:
             return f"feasible, objective {self.objective:g}"
         return f"infeasible ({len(self.violations)} violation(s)): " + "; ".join(v.message for v in self.violations)
@@ -156,6 +158,12 @@ class Instance:
             "image_prompt": self.image_prompt,
             "reference": self.reference,
         }
+
+    def to_reward_record(self) -> dict:
+        """What a reward function needs and nothing more: the data and the reference objectives
+        (the `mmnp_instance` column of training data; no prompt, picture or solutions)."""
+        return {"id": self.id, "task": self.task, "instance": self.data,
+                "reference_objective": self.reference_objective, "best_objective": self.best_objective}
 
     @classmethod
     def from_record(cls, record: dict) -> Instance:

@@ -108,8 +108,8 @@ class GenerateSpec:
             ceiling = max((_top(getattr(p, key)) for p in presets), default=0)
             value = _top(getattr(config, key))
             if ceiling > 0 and value > PARAM_HEADROOM * ceiling:
-                raise UsageError(f"--param {key}={value:g} is too large for {task}: at most {PARAM_HEADROOM * ceiling:g} "
-                                 f"({PARAM_HEADROOM} x the largest preset value, {ceiling:g})")
+                raise UsageError(f"--param {key}={_num(value)} is too large for {task}: at most "
+                                 f"{_num(PARAM_HEADROOM * ceiling)} ({PARAM_HEADROOM} x its largest preset value)")
 
     def _takes(self, task: str, key: str) -> bool:
         scope, _, param = key.rpartition(".")
@@ -123,6 +123,10 @@ class GenerateSpec:
 
     def to_json(self) -> dict:
         return json.loads(json.dumps(asdict(self)))
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def _top(value: Any) -> float:

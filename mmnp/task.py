@@ -171,8 +171,9 @@ class Task:
             return self.check(instance, solution)
         except (TypeError, KeyError):
             raise  # a malformed instance is the caller's error, not the model's
-        except Exception as e:
-            return Verdict(parsed=True, error=f"internal verifier error ({type(e).__name__}); please report it")
+        except Exception as e:  # the instance's data broke the check (e.g. an edge to a missing vertex)
+            return Verdict(parsed=True, error=f"the verifier failed on this instance ({type(e).__name__}: {e}); "
+                                              "is its data damaged? (else please report it)")
 
     def check(self, instance: Instance | Mapping, solution: Any) -> Verdict:
         """Check a structured solution (as `parse` returns it) against the instance."""

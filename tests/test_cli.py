@@ -77,3 +77,82 @@ def test_verify_errors_are_clear(small_dataset):
     assert result.exit_code == 2 and "--answer" in result.output
     result = runner.invoke(app, ["verify", "--data", str(small_dataset), "--id", "nope", "--answer", "x"])
     assert result.exit_code == 2 and "no instance 'nope'" in result.output
+
+
+def test_help_fits_80_columns_and_every_option_is_described():
+    import click
+    import typer.main
+
+    command = typer.main.get_command(app)
+    for name in ("generate", "tasks", "verify", "show"):
+        sub = command.commands[name]
+        for param in sub.params:
+            if isinstance(param, click.Option):
+                assert (param.help or "").strip(), (name, param.name)
+        result = runner.invoke(app, [name, "--help"], env={"COLUMNS": "80", "TERM": "dumb"}, terminal_width=80)
+        assert result.exit_code == 0
+        too_wide = [line for line in result.output.splitlines() if len(line) > 80]
+        assert not too_wide, (name, too_wide)
+
+
+def test_tasks_prints_whole_names_when_piped_and_narrow():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "40"}
+    done = subprocess.run([sys.executable, "-m", "mmnp", "tasks"], capture_output=True, text=True, env=env, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[0].split("\t")[:3] == ["task", "category", "objective"]
+    assert [line.split("\t")[0] for line in lines[1:]] == [t.name for t in mmnp.list_tasks()]
+    tsp = lines[1].split("\t")
+    assert tsp[5] == "n=35-45, grid=100, min_separation=4"
+
+
+def test_progress_rate_starts_at_the_second_tick(monkeypatch):
+    from mmnp import cli
+
+    clock = iter([100.0, 100.0001, 102.0])
+    monkeypatch.setattr(cli.time, "perf_counter", lambda: next(clock))
+    rate = cli.Rate()
+    assert rate(1) == ""  # no interval yet: no 800640.5 inst/s
+    assert rate(2) == "10000.0 inst/s"  # 1 instance in 0.0001 s, measured from the first tick
+    assert rate(5) == "2.0 inst/s"
+
+
+def test_generate_reports_bad_paths_and_values_in_one_line(tmp_path):
+    base = ["generate", "--tasks", "knapsack", "--difficulty", "easy", "--count", "1", "--no-optimal", "--no-images",
+            "--workers", "1"]
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    cases = [
+        (["--out", str(a_file)], 2, "is a file, not a folder"),
+        (["--out", str(tmp_path / ("n" * 300))], 1, "File name too long"),
+        (["--out", str(a_file / "sub")], 1, "cannot use"),
+        (["--out", str(tmp_path / "x"), "--time-limit", "-1"], 2, "--time-limit must be a positive"),
+        (["--out", str(tmp_path / "x"), "--param", "n=1000000"], 2, "--param n=1000000 is too large for knapsack"),
+    ]
+    for extra, code, message in cases:
+        result = runner.invoke(app, base + extra)
+        assert result.exit_code == code, (extra, result.output)
+        assert message in result.output and "Traceback" not in result.output, (extra, result.output)
+
+
+def test_verify_says_when_the_instance_breaks_the_check(small_dataset, tmp_path):
+    """An edge to a vertex that does not exist used to print `infeasible (0 violation(s))`."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(small_dataset, data)
+    shard = data / "vertex_cover" / "easy.jsonl"
+    lines = shard.read_text().splitlines()
+    record = json.loads(lines[0])
+    record["instance"]["edges"][0] = [0, 999]
+    lines[0] = json.dumps(record)
+    shard.write_text("\n".join(lines) + "\n")
+    args = ["verify", "--data", str(data), "--id", record["id"], "--answer", "Answer: [1]"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1 and "vertex_cover/easy.jsonl:1: the instance data" in result.output
+    result = runner.invoke(app, args + ["--allow-modified"])
+    assert result.exit_code == 1 and "verifier failed on this instance (IndexError" in result.output
+    assert "0 violation" not in result.output

@@ -1,0 +1,39 @@
+"""Importing mmnp and verifying an answer must not pull in the heavy libraries (OR-Tools,
+pandas, matplotlib, aiohttp, torch): every reward worker and `mmnp verify` call pays for them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("ortools", "pandas", "matplotlib", "aiohttp", "torch", "transformers", "datasets", "trl", "vllm", "pyarrow")
+
+VERIFY_EVERY_TASK = """
+import json, sys, mmnp
+for task in mmnp.list_tasks():
+    inst = task.generate("easy", 0)
+    task.verify(inst, "Answer: " + task.verifier.format(inst.reference["heuristic"]["solution"]))
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+"""
+
+
+def _imported(code: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_import_generate_and_verify_stay_light():
+    assert not _imported(VERIFY_EVERY_TASK) & set(HEAVY)
+
+
+def test_cli_startup_stays_light():
+    loaded = _imported("import json, sys, mmnp.cli; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    assert not loaded & set(HEAVY)
+
+
+def test_exact_solving_still_loads_ortools():
+    """The guard above is meaningful: the exact references do import OR-Tools."""
+    loaded = _imported("import json, sys, mmnp; mmnp.get_task('knapsack').generate('easy', 0, optimal=True, "
+                       "time_limit=0.1); print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    assert "ortools" in loaded
