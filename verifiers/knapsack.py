@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmnp.core import Violation, id_check
-from mmnp.parsing import parse_int_list
+from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
 VIOLATION_KINDS = {
     "unknown_item": "an id that is not an item",
@@ -11,9 +11,7 @@ VIOLATION_KINDS = {
     "over_capacity": "total weight above the capacity",
 }
 
-
-def parse(text: str) -> list[int]:
-    return parse_int_list(text, "item")
+parse = parser("item")
 
 
 def check(data: dict, items: list[int]) -> tuple[float | None, list[Violation]]:
@@ -26,11 +24,3 @@ def check(data: dict, items: list[int]) -> tuple[float | None, list[Violation]]:
     if violations:
         return None, violations
     return sum(v for v, t in zip(values, taken) if t), []
-
-
-def canonical(items: list[int]) -> tuple[int, ...]:
-    return tuple(sorted(items))
-
-
-def format(items: list[int]) -> str:
-    return str(sorted(items))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmnp.core import Violation, id_check, violation
-from mmnp.parsing import parse_int_list
+from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
 VIOLATION_KINDS = {
     "unknown_subset": "an id that is not a subset",
@@ -11,9 +11,7 @@ VIOLATION_KINDS = {
     "uncovered_element": "an element of the universe in none of the chosen subsets",
 }
 
-
-def parse(text: str) -> list[int]:
-    return parse_int_list(text, "subset")
+parse = parser("subset")
 
 
 def check(data: dict, chosen: list[int]) -> tuple[float | None, list[Violation]]:
@@ -26,11 +24,3 @@ def check(data: dict, chosen: list[int]) -> tuple[float | None, list[Violation]]
     if violations:
         return None, violations
     return len(chosen), []
-
-
-def canonical(chosen: list[int]) -> tuple[int, ...]:
-    return tuple(sorted(chosen))
-
-
-def format(chosen: list[int]) -> str:
-    return str(sorted(chosen))

@@ -4,7 +4,7 @@ objective = number of chosen numbers."""
 from __future__ import annotations
 
 from mmnp.core import Violation, id_check
-from mmnp.parsing import parse_int_list
+from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
 VIOLATION_KINDS = {
     "unknown_index": "an index that is not a number's",
@@ -12,9 +12,7 @@ VIOLATION_KINDS = {
     "wrong_sum": "the chosen numbers do not sum to the target",
 }
 
-
-def parse(text: str) -> list[int]:
-    return parse_int_list(text, "index")
+parse = parser("index")
 
 
 def check(data: dict, chosen: list[int]) -> tuple[float | None, list[Violation]]:
@@ -27,11 +25,3 @@ def check(data: dict, chosen: list[int]) -> tuple[float | None, list[Violation]]
     if violations:
         return None, violations
     return len(chosen), []
-
-
-def canonical(chosen: list[int]) -> tuple[int, ...]:
-    return tuple(sorted(chosen))
-
-
-def format(chosen: list[int]) -> str:
-    return str(sorted(chosen))

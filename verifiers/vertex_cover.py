@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmnp.core import Violation, edge_str, id_check, violation
-from mmnp.parsing import parse_int_list
+from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
 VIOLATION_KINDS = {
     "unknown_vertex": "an id that is not a vertex",
@@ -11,9 +11,7 @@ VIOLATION_KINDS = {
     "uncovered_edge": "an edge with neither endpoint in the set",
 }
 
-
-def parse(text: str) -> list[int]:
-    return parse_int_list(text, "vertex")
+parse = parser("vertex")
 
 
 def check(data: dict, cover: list[int]) -> tuple[float | None, list[Violation]]:
@@ -24,11 +22,3 @@ def check(data: dict, cover: list[int]) -> tuple[float | None, list[Violation]]:
     if violations:
         return None, violations
     return len(cover), []
-
-
-def canonical(cover: list[int]) -> tuple[int, ...]:
-    return tuple(sorted(cover))
-
-
-def format(cover: list[int]) -> str:
-    return str(sorted(cover))
