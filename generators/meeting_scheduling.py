@@ -11,7 +11,7 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, DARK_GREY, GREEN, GREY, LIGHT_GREY, RED, Canvas, class_colour,
                          draw_table)
-from mmnp.verifiers.meeting_scheduling import hhmm, minutes
+from mmnp.generators.meetings import hhmm, minutes
 
 NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lea"]
 SLOT = 30  # minutes: durations, availability and planted starts are multiples of it

@@ -237,7 +237,7 @@ def test_ctrl_c_stops_an_exact_solve():
 GENERATE = textwrap.dedent("""
     import sys
     from mmnp.dataset import GenerateSpec, generate_dataset
-    spec = GenerateSpec(tasks=("tsp",), difficulties=("hard",), count=3, seed=7, images=False, time_limit=3.0)
+    spec = GenerateSpec(tasks=("tsp",), difficulties=("hard",), count=2, seed=7, images=False, time_limit=1.5)
     generate_dataset(sys.argv[1], spec, workers=int(sys.argv[2]),
                      progress=lambda done, total: print("tick", done, flush=True))
 """)

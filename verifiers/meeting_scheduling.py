@@ -7,6 +7,7 @@ import re
 from functools import lru_cache
 
 from mmnp.core import Violation, prepared, violation
+from mmnp.generators.meetings import hhmm, minutes
 from mmnp.parsing import ParseError, as_int, read_answer
 
 VIOLATION_KINDS = {
@@ -21,16 +22,6 @@ VIOLATION_KINDS = {
 }
 
 _TIME = re.compile(r"(\d{1,2}):(\d{2})")
-
-
-@lru_cache(maxsize=4096)
-def minutes(hhmm: str) -> int:
-    h, m = hhmm.split(":")
-    return int(h) * 60 + int(m)
-
-
-def hhmm(total: int) -> str:
-    return f"{total // 60:02d}:{total % 60:02d}"
 
 
 def _start(x) -> str:
