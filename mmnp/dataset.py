@@ -87,7 +87,7 @@ class GenerateSpec:
         if not 0 <= self.seed < 2**63 // SEED_STRIDE:
             raise UsageError(f"--seed must be between 0 and {2**63 // SEED_STRIDE - 1}, got {self.seed}")
         if not 0 < self.time_limit <= 86400:
-            raise UsageError(f"--time-limit must be a positive number of (deterministic) seconds, got {self.time_limit}")
+            raise UsageError(f"--time-limit must be a positive number of deterministic seconds, got {self.time_limit}")
         if not 64 <= self.image_size <= 8192:
             raise UsageError(f"--image-size must be between 64 and 8192 pixels, got {self.image_size}")
         for name in (*self.tasks, *self.difficulties):
@@ -402,7 +402,8 @@ def read_manifest(path: str | Path) -> dict:
     except FileNotFoundError:
         hint = (" (an unfinished generation is there: rerun the same `mmnp generate` command to finish it)"
                 if (path / IN_PROGRESS).exists() else "")
-        raise DataError(f"{path} has no readable {MANIFEST}; is it a dataset written by `mmnp generate`?{hint}") from None
+        raise DataError(f"{path} has no readable {MANIFEST}; "
+                        f"is it a dataset written by `mmnp generate`?{hint}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise DataError(f"{file}: cannot be read ({e})") from None
     try:
@@ -581,13 +582,15 @@ def _explain(root: Path, task: str, difficulty: str, raw: bytes, manifest: dict)
             return f"{file}:{number}: not an instance record"
         want = instance_id(task, difficulty, number - 1)
         if record["id"] != want:
-            return f"{file}:{number}: holds {record['id']!r} where {want!r} belongs (a record was removed, added or moved)"
+            return (f"{file}:{number}: holds {record['id']!r} where {want!r} belongs "
+                    "(a record was removed, added or moved)")
         if isinstance(record.get("instance"), dict) and record.get("hash") != content_hash(task, record["instance"]):
             return f"{file}:{number}: the instance data of {want} was edited (its content hash no longer matches)"
         if number <= len(expected) and hashlib.sha256(line).hexdigest()[:32] != expected[number - 1][1]:
             if _reference_digest(record.get("reference"))[:32] != expected[number - 1][2]:
                 return f"{file}:{number}: the reference of {want} differs from the one generated"
-            return f"{file}:{number}: record {want} differs from the one generated (a field other than instance and reference)"
+            return (f"{file}:{number}: record {want} differs from the one generated "
+                    "(a field other than instance and reference)")
     count = manifest["counts"][task][difficulty]
     if len(lines) != count:
         return f"{file}: holds {len(lines)} records, manifest.json says {count} (line {min(len(lines), count) + 1})"

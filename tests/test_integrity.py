@@ -82,7 +82,8 @@ def test_edited_reference_is_refused_with_file_and_line(data, pristine):
                  lambda: select_instances("all", ["easy"], data=data)):
         with pytest.raises(DataError, match=rf"{shard}:2: the reference of knapsack-easy-0001 differs"):
             read()
-    result = runner.invoke(app, ["verify", "--data", str(data), "--id", "knapsack-easy-0001", "--answer", "Answer: [0]"])
+    args = ["verify", "--data", str(data), "--id", "knapsack-easy-0001", "--answer", "Answer: [0]"]
+    result = runner.invoke(app, args)
     assert result.exit_code == 1 and "easy.jsonl:2: the reference" in result.output and "Traceback" not in result.output
 
     # on purpose: usable, marked modified, never with the canonical hashes
@@ -154,7 +155,8 @@ def test_rerunning_generate_repairs_a_damaged_dataset(data, pristine):
     (data / "tsp" / "images" / "tsp-easy-0002.png").unlink()
     said = []
     generate_dataset(data, SPEC, notify=said.append)
-    assert len(said) == 2 and any("knapsack/easy.jsonl:3" in s for s in said) and any("tsp-easy-0002.png" in s for s in said)
+    assert len(said) == 2 and any("knapsack/easy.jsonl:3" in s for s in said)
+    assert any("tsp-easy-0002.png" in s for s in said)
     assert _tree(data) == _tree(pristine)
     said.clear()
     generate_dataset(data, SPEC, notify=said.append)
@@ -237,7 +239,8 @@ def test_ctrl_c_stops_an_exact_solve():
 GENERATE = textwrap.dedent("""
     import sys
     from mmnp.dataset import GenerateSpec, generate_dataset
-    spec = GenerateSpec(tasks=("tsp",), difficulties=("hard",), count=2, seed=7, images=False, time_limit=1.5)
+    spec = GenerateSpec(tasks=("tsp",), difficulties=("hard",), count=int(sys.argv[3]), seed=7, images=False,
+                        time_limit=1.5)
     generate_dataset(sys.argv[1], spec, workers=int(sys.argv[2]),
                      progress=lambda done, total: print("tick", done, flush=True))
 """)
@@ -245,14 +248,15 @@ GENERATE = textwrap.dedent("""
 
 def test_interrupted_exact_generation_resumes_to_a_straight_runs_bytes(tmp_path):
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
-    subprocess.run([sys.executable, "-c", GENERATE, str(straight), "1"], check=True, capture_output=True, timeout=600)
-    proc = subprocess.Popen([sys.executable, "-c", GENERATE, str(stopped), "1"], stdout=subprocess.PIPE, text=True)
+    quiet = {"check": True, "stdout": subprocess.DEVNULL, "timeout": 600}
+    subprocess.run([sys.executable, "-c", GENERATE, str(straight), "1", "2"], **quiet)
+    proc = subprocess.Popen([sys.executable, "-c", GENERATE, str(stopped), "1", "2"], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().startswith("tick 1")  # the second instance's exact solve starts now
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=300) != 0
     assert not (stopped / "manifest.json").exists()
-    subprocess.run([sys.executable, "-c", GENERATE, str(stopped), "1"], check=True, capture_output=True, timeout=600)
+    subprocess.run([sys.executable, "-c", GENERATE, str(stopped), "1", "2"], **quiet)
     assert _tree(stopped) == _tree(straight)
 
 
@@ -278,7 +282,8 @@ def _running(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_worker_pool_dies_with_a_killed_parent(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", GENERATE, str(tmp_path / "d"), "2"], stdout=subprocess.PIPE, text=True)
+    command = [sys.executable, "-c", GENERATE, str(tmp_path / "d"), "2", "40"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     proc.stdout.readline()  # the pool is working
     workers = _children(proc.pid)
     assert len(workers) == 2
