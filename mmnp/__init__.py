@@ -19,11 +19,12 @@ except PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
 
 
-def load_dataset(path, tasks=None, difficulties=None):
-    """Iterate the instances of a dataset written by `mmnp generate` (see `mmnp.dataset`)."""
+def load_dataset(path, tasks=None, difficulties=None, *, allow_modified=False):
+    """Iterate the instances of a dataset written by `mmnp generate`, after checking it
+    against its manifest (see `mmnp.dataset`)."""
     from mmnp.dataset import load_dataset as _load
 
-    return _load(path, tasks=tasks, difficulties=difficulties)
+    return _load(path, tasks=tasks, difficulties=difficulties, allow_modified=allow_modified)
 
 
 __all__ = ["Instance", "Verdict", "Violation", "get_task", "list_tasks", "load_dataset", "register", "__version__"]

@@ -58,11 +58,12 @@ def file_errors(fn: Callable) -> Callable:
 class Rate:
     """Instances per second, from the second progress tick on (the first has no interval)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
         self.first: tuple[int, float] | None = None
 
     def __call__(self, done: int) -> str:
-        now = time.perf_counter()
+        now = self.clock()
         if self.first is None:
             self.first = (done, now)
             return ""

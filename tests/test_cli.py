@@ -109,12 +109,11 @@ def test_tasks_prints_whole_names_when_piped_and_narrow():
     assert tsp[5] == "n=35-45, grid=100, min_separation=4"
 
 
-def test_progress_rate_starts_at_the_second_tick(monkeypatch):
-    from mmnp import cli
+def test_progress_rate_starts_at_the_second_tick():
+    from mmnp.cli import Rate
 
     clock = iter([100.0, 100.0001, 102.0])
-    monkeypatch.setattr(cli.time, "perf_counter", lambda: next(clock))
-    rate = cli.Rate()
+    rate = Rate(clock=lambda: next(clock))
     assert rate(1) == ""  # no interval yet: no 800640.5 inst/s
     assert rate(2) == "10000.0 inst/s"  # 1 instance in 0.0001 s, measured from the first tick
     assert rate(5) == "2.0 inst/s"
