@@ -47,3 +47,13 @@ def random_edges(rng: np.random.Generator, pairs: list[tuple[int, int]], p: floa
     """Each candidate pair kept independently with probability p (one vectorised draw)."""
     keep = rng.random(len(pairs)) < p
     return {pair for pair, kept in zip(pairs, keep) if kept}
+
+
+def neighbour_masks(data: dict) -> list[int]:
+    """Each vertex's neighbours as a bit mask (bit v of masks[u] set when u-v is an edge): the
+    graph solvers' fast set algebra."""
+    masks = [0] * data["n"]
+    for u, v in data["edges"]:
+        masks[u] |= 1 << v
+        masks[v] |= 1 << u
+    return masks

@@ -5,17 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from mmnp.generators.graphs import neighbour_masks
 from mmnp.solvers import cpsat
 
 PLATEAU_MOVES = 50
-
-
-def _masks(data: dict) -> list[int]:
-    masks = [0] * data["n"]
-    for u, v in data["edges"]:
-        masks[u] |= 1 << v
-        masks[v] |= 1 << u
-    return masks
 
 
 def _grow(clique: int, masks: list[int], n: int) -> int:
@@ -32,7 +25,7 @@ def _grow(clique: int, masks: list[int], n: int) -> int:
 
 
 def heuristic(data: dict) -> list[int]:
-    n, masks = data["n"], _masks(data)
+    n, masks = data["n"], neighbour_masks(data)
     best = 0
     for start in range(n):
         clique = _grow(1 << start, masks, n)
@@ -65,7 +58,7 @@ def heuristic(data: dict) -> list[int]:
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:
     from ortools.sat.python import cp_model
 
-    n, masks = data["n"], _masks(data)
+    n, masks = data["n"], neighbour_masks(data)
     model = cp_model.CpModel()
     x = [model.NewBoolVar("") for _ in range(n)]
     for u in range(n):

@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mmnp.generators.graphs import neighbour_masks
 from mmnp.solvers import cpsat
-
-
-def _neighbour_masks(data: dict) -> list[int]:
-    masks = [0] * data["n"]
-    for u, v in data["edges"]:
-        masks[u] |= 1 << v
-        masks[v] |= 1 << u
-    return masks
 
 
 def independent_set(masks: list[int]) -> int:
@@ -46,7 +39,7 @@ def independent_set(masks: list[int]) -> int:
 
 
 def heuristic(data: dict) -> list[int]:
-    chosen = independent_set(_neighbour_masks(data))
+    chosen = independent_set(neighbour_masks(data))
     return [v for v in range(data["n"]) if not chosen >> v & 1]
 
 
