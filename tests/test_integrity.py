@@ -248,7 +248,7 @@ GENERATE = textwrap.dedent("""
 
 def test_interrupted_exact_generation_resumes_to_a_straight_runs_bytes(tmp_path):
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
-    quiet = {"check": True, "stdout": subprocess.DEVNULL, "timeout": 600}
+    quiet = {"check": True, "stdout": subprocess.DEVNULL, "timeout": 1200}
     subprocess.run([sys.executable, "-c", GENERATE, str(straight), "1", "2"], **quiet)
     proc = subprocess.Popen([sys.executable, "-c", GENERATE, str(stopped), "1", "2"], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().startswith("tick 1")  # the second instance's exact solve starts now
