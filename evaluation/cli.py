@@ -33,7 +33,7 @@ def eval_command(
     model: str = typer.Option(..., help="NAME:TARGET, e.g. solver:heuristic, openai:MODEL, hf:PATH, vllm:PATH."),
     model_args: Optional[str] = typer.Option(None, help="Backend options k=v,... (listed below)."),
     gen_kwargs: Optional[str] = typer.Option(
-        None, help="Request fields k=v,... (e.g. reasoning_effort=low; k=none drops one)."),
+        None, help="Request fields k=v,... (k=none drops a field)."),
     data: Optional[Path] = typer.Option(None, help="Dataset folder (else generated on the fly)."),
     tasks: str = typer.Option("all", help="Tasks to evaluate (and to generate, without --data)."),
     difficulty: str = typer.Option("easy,medium,hard", help="Difficulties to evaluate."),
@@ -46,7 +46,7 @@ def eval_command(
     top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling mass, in (0, 1]."),
     max_tokens: int = typer.Option(4096, help="Completion token limit."),
     system_prompt: Optional[str] = typer.Option(None, help="A system message for every request."),
-    output_path: Path = typer.Option(Path("results"), help="Results go to OUTPUT_PATH/<model>/."),
+    output_path: Path = typer.Option(Path("results"), help="Results go to OUTPUT_PATH/MODEL/."),
     base_url: Optional[str] = typer.Option(None, help="openai: the endpoint (model-args base_url)."),
     api_key_env: Optional[str] = typer.Option(None, help="openai: variable holding the key."),
     concurrency: Optional[int] = typer.Option(None, help="openai: requests in flight (8)."),
@@ -54,8 +54,8 @@ def eval_command(
     timeout: Optional[float] = typer.Option(None, help="openai: seconds per request (300)."),
     batch_size: Optional[int] = typer.Option(None, help="hf: generation batch size (8)."),
     max_fail_rate: float = typer.Option(0.0, help="Exit 0 with up to this fraction of failed samples."),
-    skip_image_probe: bool = typer.Option(False, help="Run images without checking they reach the model."),
-    rescore: bool = typer.Option(False, help="Recompute verdicts and metrics; no model calls."),
+    skip_image_probe: bool = typer.Option(False, "--skip-image-probe", help="Run images without checking they reach the model."),
+    rescore: bool = typer.Option(False, "--rescore", help="Recompute verdicts and metrics; no model calls."),
 ) -> None:
     """Evaluate a model (or a baseline solver) and write samples.jsonl and results.json.
 
