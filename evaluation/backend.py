@@ -75,6 +75,7 @@ class Request:
     text: str  # the user message's text (the prompt, or the image modality's instruction)
     image: bytes | None = None  # PNG, for the image modality
     system: str | None = None
+    retry: bool = False  # an earlier run's call for this sample failed
 
     @property
     def key(self) -> str:

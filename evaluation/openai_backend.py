@@ -1,9 +1,10 @@
 """Any OpenAI-compatible chat endpoint (vLLM's and SGLang's servers, hosted APIs).
 
 `concurrency` requests in flight; 429, 5xx, timeouts and connection errors are retried
-with exponential backoff (honouring Retry-After). The first request goes alone: if it fails
-after its retries, the run stops with the server's message instead of recording a failure
-per sample; 401, 403 and 404 (bad key, no access, unknown model) stop the run at any time.
+with exponential backoff (honouring Retry-After). The first request (of a sample not failed
+before) goes alone: if it fails after its retries, the run stops with the server's message
+instead of recording a failure per sample; 401, 403 and 404 (bad key, no access, unknown
+model) stop the run at any time.
 Any other failure, and any reply that is not a well-formed chat completion (wrong types,
 non-UTF-8, deep nesting, NaN counts, lone surrogates), is a failed sample with its reason,
 asked again on the next run. Responses longer than `max_response_chars` are cut (and marked
@@ -117,21 +118,25 @@ class OpenAIBackend:
 
     async def _run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
         async with self._session() as session:
-            first = await self._call(session, requests[0], sampling)
-            if first.error is not None and first.extra.get("transport"):
-                raise EndpointError(f"{self.name} at {_strip_userinfo(self.base_url)}: the first request failed "
-                                    f"after {first.attempts} attempt(s), so nothing else was sent: {first.error}")
-            emit(requests[0], first)
             queue: asyncio.Queue[Request] = asyncio.Queue()
-            for r in requests[1:]:
-                queue.put_nowait(r)
+            # A canary: the first sample not failed before goes alone (retries of known failures do not stop a run).
+            canary = next((r for r in requests if not r.retry), None)
+            if canary is not None:
+                first = await self._call(session, canary, sampling)
+                if first.error is not None and first.extra.get("transport"):
+                    raise EndpointError(f"{self.name} at {_strip_userinfo(self.base_url)}: the first request failed "
+                                        f"after {first.attempts} attempt(s), so nothing else was sent: {first.error}")
+                emit(canary, first)
+            for r in requests:
+                if r is not canary:
+                    queue.put_nowait(r)
 
             async def worker() -> None:
                 while not queue.empty():
                     request = queue.get_nowait()
                     emit(request, await self._call(session, request, sampling))
 
-            tasks = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(requests) - 1))]
+            tasks = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, queue.qsize()))]
             if not tasks:
                 return
             done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)

@@ -119,12 +119,15 @@ def build_requests(instances: Iterable[Instance], config: EvalConfig, image_load
     for inst in instances:
         for modality in config.modalities:
             for k in range(config.samples):
-                if log.done(sample_key(inst.id, modality, k)):
+                key = sample_key(inst.id, modality, k)
+                if log.done(key):
                     continue
+                retry = key in log.records
                 if modality == "image":
-                    requests.append(Request(inst, modality, k, inst.image_prompt, image_loader(inst), config.system_prompt))
+                    requests.append(Request(inst, modality, k, inst.image_prompt, image_loader(inst),
+                                            config.system_prompt, retry))
                 else:
-                    requests.append(Request(inst, modality, k, inst.prompt, None, config.system_prompt))
+                    requests.append(Request(inst, modality, k, inst.prompt, None, config.system_prompt, retry))
     return requests
 
 
