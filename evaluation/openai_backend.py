@@ -13,7 +13,6 @@ asked again on the next run. Responses longer than `max_response_chars` are cut 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
@@ -84,12 +83,16 @@ class OpenAIBackend:
     # -- the run ---------------------------------------------------------------------------
 
     def run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
+        import asyncio  # here, not at import: `mmnp eval --help` lists this backend's options
+
         if requests:
             asyncio.run(self._run(requests, sampling, emit))
 
     def probe_image(self, request: Request, sampling: Sampling) -> dict:
         """Does the picture reach the model? The same request with and without it must differ
         in usage.prompt_tokens (a server that drops images counts the same prompt)."""
+        import asyncio
+
         return asyncio.run(self._probe(request, sampling))
 
     async def _probe(self, request: Request, sampling: Sampling) -> dict:
@@ -117,6 +120,8 @@ class OpenAIBackend:
                                      timeout=aiohttp.ClientTimeout(total=self.timeout))
 
     async def _run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
+        import asyncio
+
         async with self._session() as session:
             queue: asyncio.Queue[Request] = asyncio.Queue()
             # A canary: the first sample not failed before goes alone (retries of known failures do not stop a run).
@@ -162,6 +167,7 @@ class OpenAIBackend:
         return {k: v for k, v in body.items() if v is not None}
 
     async def _call(self, session, request: Request, sampling: Sampling) -> Completion:
+        import asyncio
         import aiohttp
 
         payload = self.payload(request, sampling)
