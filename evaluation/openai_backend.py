@@ -168,6 +168,7 @@ class OpenAIBackend:
 
     async def _call(self, session, request: Request, sampling: Sampling) -> Completion:
         import asyncio
+
         import aiohttp
 
         payload = self.payload(request, sampling)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from mmnp.evaluation.backend import MESSAGES_TEMPLATE, Backend, Completion, EndpointError, Request, Sampling
+from mmnp.evaluation.backend import MESSAGES_TEMPLATE, Backend, Completion, Request, Sampling
 from mmnp.evaluation.metrics import aggregate, instance_metrics
 
 from mmnp.core import Instance
@@ -154,7 +154,8 @@ def evaluate(
 ) -> dict:
     """Run (or resume, or rescore) an evaluation and write samples.jsonl and results.json.
 
-    results.json is written even when the backend stops the run (`EndpointError`, re-raised after)."""
+    results.json is written even when the run is stopped (`RunError`: the endpoint refuses, the image
+    probe fails; re-raised after)."""
     out = Path(output_path) / model_dir_name(config.model)
     if out.exists() and not out.is_dir() or Path(output_path).is_file():
         raise DataError(f"--output-path {output_path}: {out if out.exists() else output_path} is a file, not a "
@@ -182,7 +183,7 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
     started = time.time()
     calls = 0
     probe = _previous_probe(out, config)
-    stopped: EndpointError | None = None
+    stopped: RunError | None = None
     if rescore:
         for key, record in log.records.items():
             inst = by_id.get(record["id"])
@@ -210,9 +211,13 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
             image_requests = [r for r in requests if r.image is not None]
             if image_requests:
                 probe = _probe(backend, image_requests[0], config.sampling, skip_image_probe)
+                if probe["status"] == "failed":
+                    raise RunError(f"image probe: {probe['detail']}; no image request was made. Use a vision model "
+                                   "or an endpoint that accepts images, or pass --skip-image-probe to run anyway "
+                                   "(results.json records that images were not checked)")
             if requests:
                 backend.run(requests, config.sampling, emit)
-        except EndpointError as e:
+        except RunError as e:  # the endpoint refuses, or images do not reach the model: say so in results.json
             stopped = e
         finally:
             log.close()
@@ -239,13 +244,9 @@ def _probe(backend: Backend, request: Request, sampling: Sampling, skip: bool) -
         return {"status": "skipped", "detail": "--skip-image-probe: image delivery was not checked"}
     probe = getattr(backend, "probe_image", None)
     if probe is None:
-        return {"status": "not_applicable", "detail": f"{backend.name} gives the image to the model itself"}
-    result = probe(request, sampling)
-    if result["status"] != "passed":
-        raise RunError(f"image probe: {result['detail']}; no image request was made. Use a vision model or an "
-                       "endpoint that accepts images, or pass --skip-image-probe to run anyway (results.json "
-                       "records that images were not checked)")
-    return result
+        return {"status": "not_applicable", "detail": f"{backend.name} runs in-process, not behind an endpoint "
+                                                      "that could drop images"}
+    return probe(request, sampling)
 
 
 def _previous_probe(out: Path, config: EvalConfig) -> dict:

@@ -143,7 +143,7 @@ class FolderLock:
                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         os.pwrite(fd, json.dumps(info).encode(), 0)
         self._fd = fd
-        for stray in self.path.parent.glob(".*.tmp*"):  # an atomic write cut by a kill
+        for stray in self.path.parent.glob(".*.tmp[0-9]*"):  # an atomic write cut by a kill
             stray.unlink(missing_ok=True)
         return self
 

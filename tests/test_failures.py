@@ -14,12 +14,12 @@ import sys
 import time
 
 import pytest
+from fake_openai import FakeOpenAI, oracle
+from mmnp.evaluation.backend import Request
 from typer.testing import CliRunner
 
 import mmnp
-from fake_openai import FakeOpenAI, oracle
 from mmnp.cli import app
-from mmnp.evaluation.backend import Request
 from mmnp.records import read_samples
 
 TASKS = ["--tasks", "knapsack,tsp", "--difficulty", "easy"]
@@ -129,6 +129,9 @@ def test_image_probe_refuses_an_endpoint_that_drops_images(small_dataset, instan
         assert with_image["messages"][-1]["content"][0]["type"] == "image_url"
         assert [p["type"] for p in without["messages"][-1]["content"]] == ["text"]
         assert result.exit_code == 1 and "image probe" in result.output and "seems to drop images" in result.output
+        refused = _results(tmp_path)
+        assert refused["image_probe"]["status"] == "failed" and refused["complete"] is False
+        assert refused["missing_instances"] == 4 and refused["metrics"]["image"] == {}
         skipped = _eval(server.url, small_dataset, tmp_path / "s", "--modality", "image", "--skip-image-probe")
         assert skipped.exit_code == 0, skipped.output
         assert _results(tmp_path / "s")["image_probe"]["status"] == "skipped"

@@ -10,10 +10,10 @@ import sys
 from dataclasses import dataclass
 
 import pytest
-
-from mmnp.errors import DataError, UsageError
 from mmnp.evaluation import backend as backends
 from mmnp.evaluation.backend import Completion, build_options, make_backend, option, parse_kwargs
+
+from mmnp.errors import DataError, UsageError
 from mmnp.records import FolderLock, JsonlLog, SampleLog, read_samples, sample_key
 
 
