@@ -22,9 +22,8 @@ import time
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-from mmnp.evaluation.backend import Completion, Emit, EndpointError, Request, Sampling, option
-
 from mmnp.errors import UsageError
+from mmnp.evaluation.backend import Completion, Emit, EndpointError, Request, Sampling, option
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 FATAL = {401: "the API key was refused", 403: "access denied", 404: "model or endpoint not found"}

@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from mmnp.evaluation.backend import MESSAGES_TEMPLATE, Backend, Completion, Request, Sampling
-from mmnp.evaluation.metrics import aggregate, instance_metrics
-
 from mmnp.core import Instance
 from mmnp.dataset import atomic_write
 from mmnp.errors import DataError, RunError, UsageError
+from mmnp.evaluation.backend import MESSAGES_TEMPLATE, Backend, Completion, Request, Sampling
+from mmnp.evaluation.metrics import aggregate, instance_metrics
 from mmnp.records import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
 from mmnp.registry import get_task, list_tasks
 
@@ -102,15 +101,18 @@ def _jsonable(x):
 
 
 def _checked(record: dict) -> dict:
-    """A record that is valid JSON (no NaN, no lone surrogate), or the same sample as a failure saying why:
-    a reply the backend let through must never poison samples.jsonl."""
+    """The record if it can be stored (valid JSON, valid UTF-8), else the same sample as a failure."""
     try:
         dumps_line(record)
         return record
     except (ValueError, UnicodeEncodeError) as e:
-        return {**record, "response": None, "parsed": False, "feasible": False, "objective": None, "violations": [],
-                "ratio": 0.0, "opt_ratio": 0.0, "canonical": None, "prompt_tokens": None, "completion_tokens": None,
-                "failed": True, "error": f"unstorable reply ({type(e).__name__}: {str(e)[:100]})"}
+        return _unstorable(record, e)
+
+
+def _unstorable(record: dict, e: Exception) -> dict:
+    return {**record, "response": None, "parsed": False, "feasible": False, "objective": None, "violations": [],
+            "ratio": 0.0, "opt_ratio": 0.0, "canonical": None, "prompt_tokens": None, "completion_tokens": None,
+            "failed": True, "error": f"unstorable reply ({type(e).__name__}: {str(e)[:100]})"}
 
 
 def build_requests(instances: Iterable[Instance], config: EvalConfig, image_loader: Callable[[Instance], bytes],
@@ -201,8 +203,12 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
 
         def emit(request: Request, completion: Completion) -> None:
             nonlocal done
-            log.append(_checked(score(request.instance, request.modality, request.sample, completion,
-                                      request.messages_sha256())))
+            record = score(request.instance, request.modality, request.sample, completion,
+                           request.messages_sha256())
+            try:
+                log.append(record)
+            except (ValueError, UnicodeEncodeError) as e:  # a reply the backend let through never poisons the log
+                log.append(_unstorable(record, e))
             done += 1
             if progress:
                 progress(done, len(requests))
@@ -270,10 +276,10 @@ def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfi
         rows = []
         for inst in instances:
             samples = [log.records.get(sample_key(inst.id, modality, k)) for k in range(config.samples)]
+            failed += sum(1 for s in samples if s is not None and s["failed"])
             if any(s is None for s in samples):
                 missing += 1
                 continue
-            failed += sum(1 for s in samples if s["failed"])
             rows.append({"task": inst.task, "difficulty": inst.difficulty, "metrics": instance_metrics(samples)})
         by_modality[modality] = aggregate(rows, categories) if rows else {}
     return {"metrics": by_modality, "complete": missing == 0 and failed == 0, "missing_instances": missing,

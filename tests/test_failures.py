@@ -14,12 +14,12 @@ import sys
 import time
 
 import pytest
-from fake_openai import FakeOpenAI, oracle
-from mmnp.evaluation.backend import Request
 from typer.testing import CliRunner
 
 import mmnp
+from fake_openai import FakeOpenAI, oracle
 from mmnp.cli import app
+from mmnp.evaluation.backend import Request
 from mmnp.records import read_samples
 
 TASKS = ["--tasks", "knapsack,tsp", "--difficulty", "easy"]

@@ -10,10 +10,10 @@ import sys
 from dataclasses import dataclass
 
 import pytest
-from mmnp.evaluation import backend as backends
-from mmnp.evaluation.backend import Completion, build_options, make_backend, option, parse_kwargs
 
 from mmnp.errors import DataError, UsageError
+from mmnp.evaluation import backend as backends
+from mmnp.evaluation.backend import Completion, build_options, make_backend, option, parse_kwargs
 from mmnp.records import FolderLock, JsonlLog, SampleLog, read_samples, sample_key
 
 
@@ -125,3 +125,24 @@ def test_backends_dependencies_stay_out_of_import():
             "print([m for m in ('aiohttp', 'torch', 'transformers', 'vllm', 'asyncio') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_reply_no_log_can_hold_becomes_a_failed_sample(tmp_path):
+    """Whatever an in-process backend returns (lone surrogates, NaN counts), samples.jsonl stays valid."""
+    from mmnp.evaluation.backend import Sampling
+    from mmnp.evaluation.runner import EvalConfig, evaluate
+    from mmnp.evaluation.sources import load_instances
+
+    class Hostile:
+        name = "hostile"
+
+        def run(self, requests, sampling, emit):
+            emit(requests[0], Completion("\ud800"))
+            emit(requests[1], Completion("fine", prompt_tokens=float("nan")))
+
+    instances, loader, dataset = load_instances(None, "knapsack", ["easy"], 2, 0, None, False)
+    results = evaluate(Hostile(), instances, EvalConfig("hostile", ("text",), 1, Sampling()), tmp_path,
+                       image_loader=loader, dataset=dataset)
+    records = read_samples(tmp_path / "hostile" / "samples.jsonl")
+    assert len(records) == 2 and all(r["failed"] and r["error"].startswith("unstorable reply") for r in records)
+    assert results["failed_samples"] == 2 and results["complete"] is False

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_openai import SHAPES, FakeOpenAI, oracle
 from typer.testing import CliRunner
 
 import mmnp
+from fake_openai import SHAPES, FakeOpenAI, oracle
 from mmnp.cli import app
 from mmnp.records import read_samples
 
