@@ -31,7 +31,8 @@ BACKENDS: dict[str, str] = {
 # How a sample's messages are rebuilt from the dataset (its `messages_sha256` is over their JSON).
 MESSAGES_TEMPLATE = ("mmnp-chat-1: [system message] + one user message whose content is [the instance PNG as an "
                      "image_url data:image/png;base64 part (image modality only), {type: text, text: prompt or "
-                     "image_prompt}]; sha256 over json.dumps(messages, sort_keys=True, separators=(',', ':'))")
+                     "image_prompt}]; sha256 over json.dumps(messages, sort_keys=True, separators=(',', ':'), "
+                     "ensure_ascii=False); backend options such as image_detail are in config.model_args")
 
 
 def register_backend(name: str, target: str | type) -> None:

@@ -60,18 +60,10 @@ def eval_command(
     """Evaluate a model (or a baseline solver) and write samples.jsonl and results.json.
 
     Exits 1 when more than --max-fail-rate of the samples failed (rerun to retry them)."""
-    from mmnp.evaluation.backend import (
-        Sampling,
-        backend_class,
-        build_options,
-        parse_kwargs,
-        sample_options,
-        split_model,
-    )
+    from mmnp.errors import RunError, UsageError
+    from mmnp.evaluation.backend import Sampling, backend_class, build_options, parse_kwargs, sample_options, split_model
     from mmnp.evaluation.runner import MODALITIES, EvalConfig, evaluate, model_dir_name
     from mmnp.evaluation.sources import load_instances
-
-    from mmnp.errors import RunError, UsageError
 
     modalities = MODALITIES if modality == "both" else (modality,)
     if any(m not in MODALITIES for m in modalities):
