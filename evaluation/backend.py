@@ -1,18 +1,54 @@
-"""What every model backend sees and returns, and `--model` parsing.
+"""What every model backend sees and returns, and the backend registry.
 
 A backend answers chat requests; the run loop (`mmnp.evaluation.runner`) owns resuming,
-verification and logging. Backends: `solver:NAME` (reference solvers as baseline
-"models"), `openai:MODEL` (any OpenAI-compatible endpoint), `hf:PATH` (transformers),
-`vllm:PATH` (offline vLLM, optional extra).
+verification and logging. `--model NAME:TARGET` picks a backend by name from `BACKENDS`, a
+lazy name -> "module:Class" table (importing mmnp imports no backend's dependencies), and
+`--model-args k=v,...` fills the class's `Options` dataclass. Adding a backend is one file
+with a class (`Options`, `__init__(target, options)`, `run`) plus one `register_backend` line.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
+import hashlib
+import importlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from mmnp.core import Instance
+from mmnp.errors import RunError, UsageError
+from mmnp.records import sample_key
+
+BACKENDS: dict[str, str] = {
+    "solver": "mmnp.evaluation.solver_backend:SolverBackend",
+    "openai": "mmnp.evaluation.openai_backend:OpenAIBackend",
+    "hf": "mmnp.evaluation.hf_backend:HFBackend",
+    "vllm": "mmnp.evaluation.vllm_backend:VLLMBackend",
+}
+
+# How a sample's messages are rebuilt from the dataset (its `messages_sha256` is over their JSON).
+MESSAGES_TEMPLATE = ("mmnp-chat-1: [system message] + one user message whose content is [the instance PNG as an "
+                     "image_url data:image/png;base64 part (image modality only), {type: text, text: prompt or "
+                     "image_prompt}]; sha256 over json.dumps(messages, sort_keys=True, separators=(',', ':'), "
+                     "ensure_ascii=False); backend options such as image_detail are in config.model_args")
+
+
+def register_backend(name: str, target: str | type) -> None:
+    """Make `--model NAME:...` use `target` (a class or a lazy "module:Class")."""
+    BACKENDS[name] = target
+
+
+def backend_class(name: str) -> type:
+    target = BACKENDS.get(name)
+    if target is None:
+        raise UsageError(f"--model: unknown backend {name!r}; use one of {', '.join(BACKENDS)} "
+                         "(e.g. solver:heuristic, openai:gpt-4o-mini, hf:/path/to/model)")
+    if isinstance(target, str):
+        module, _, cls = target.partition(":")
+        target = getattr(importlib.import_module(module), cls)
+    return target
 
 
 @dataclass(frozen=True)
@@ -21,6 +57,13 @@ class Sampling:
     top_p: float = 1.0
     max_tokens: int = 4096
     seed: int = 0
+    extra: dict = field(default_factory=dict)  # --gen-kwargs: passed through to the request as given
+
+    def identity(self) -> dict:
+        d = dataclasses.asdict(self)
+        if not d["extra"]:  # run.json files written before --gen-kwargs existed stay resumable
+            d.pop("extra")
+        return d
 
 
 @dataclass(frozen=True)
@@ -33,10 +76,11 @@ class Request:
     text: str  # the user message's text (the prompt, or the image modality's instruction)
     image: bytes | None = None  # PNG, for the image modality
     system: str | None = None
+    retry: bool = False  # an earlier run's call for this sample failed
 
     @property
     def key(self) -> str:
-        return f"{self.instance.id}|{self.modality}|{self.sample}"
+        return sample_key(self.instance.id, self.modality, self.sample)
 
     def openai_messages(self) -> list[dict[str, Any]]:
         """OpenAI chat format: the image as a base64 PNG `image_url` part before the text."""
@@ -48,6 +92,11 @@ class Request:
         messages = [{"role": "system", "content": self.system}] if self.system else []
         return messages + [{"role": "user", "content": content}]
 
+    def messages_sha256(self) -> str:
+        """The hash of the messages sent, per `MESSAGES_TEMPLATE`."""
+        raw = json.dumps(self.openai_messages(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(raw.encode()).hexdigest()
+
 
 @dataclass
 class Completion:
@@ -55,8 +104,9 @@ class Completion:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_s: float = 0.0
-    error: str | None = None  # the call failed (HTTP error, timeout): counted as a failure, retried next run
+    error: str | None = None  # the call failed (HTTP error, timeout, malformed reply): a failure, retried next run
     attempts: int = 1
+    truncated: bool = False  # the response was cut at the backend's size cap
     extra: dict = field(default_factory=dict)
 
 
@@ -67,31 +117,116 @@ class Backend(Protocol):
     name: str
 
     def run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
-        """Answer every request, calling `emit` as each finishes (in any order)."""
+        """Answer every request, calling `emit` as each finishes (in any order). Raise
+        `EndpointError` for a failure no retry can fix (the run stops, nothing more is asked)."""
 
 
-def make_backend(model: str, **options: Any) -> Backend:
-    """`kind:target` -> a backend; options are the CLI's (base_url, concurrency, ...)."""
-    kind, sep, target = model.partition(":")
+class EndpointError(RunError):
+    """The model endpoint refuses every request (bad key, unknown model, unreachable): stop the run."""
+
+
+def option(default: Any, help: str, sample: bool = False) -> Any:
+    """An `Options` field: `help` is shown by `mmnp eval --help`; `sample=True` marks options that
+    change what a sample is (they are checked on resume)."""
+    return field(default=default, metadata={"help": help, "sample": sample})
+
+
+def options_help(cls: type) -> list[tuple[str, str, str]]:
+    """(name, type and default, help) of a backend's options."""
+    return [(f.name, f"{f.type}={f.default!r}", f.metadata.get("help", "")) for f in dataclasses.fields(cls.Options)]
+
+
+def build_options(name: str, model_args: dict[str, Any], flags: dict[str, Any] | None = None):
+    """The backend `name`'s Options from --model-args (and the shortcut flags, e.g. --base-url)."""
+    cls = backend_class(name)
+    fields = {f.name: f for f in dataclasses.fields(cls.Options)}
+    values: dict[str, Any] = {}
+    for source, given in (("flag", flags or {}), ("--model-args", model_args)):
+        for key, value in given.items():
+            if value is None and source == "flag":
+                continue
+            if key not in fields:
+                where = f"--{key.replace('_', '-')}" if source == "flag" else f"--model-args {key}"
+                raise UsageError(f"{where}: the {name} backend has no such option; its options are "
+                                 f"{', '.join(fields) or 'none'} (see mmnp eval --help)")
+            values[key] = _convert(value, fields[key].type, f"{source} {key}")
+    return cls.Options(**values)
+
+
+def sample_options(options: Any) -> dict[str, Any]:
+    """The options that change what a sample is, where they differ from their defaults."""
+    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+            if f.metadata.get("sample") and getattr(options, f.name) != f.default}
+
+
+def make_backend(model: str, model_args: dict[str, Any] | None = None, **flags: Any) -> Backend:
+    """`NAME:TARGET` -> a backend; `flags` are the CLI's shortcut flags (None = not given)."""
+    name, target = split_model(model)
+    return backend_class(name)(target, build_options(name, model_args or {}, flags))
+
+
+def split_model(model: str) -> tuple[str, str]:
+    name, sep, target = model.partition(":")
     if not sep or not target:
-        raise ValueError(f"--model {model!r}: expected KIND:TARGET with KIND one of solver, openai, hf, vllm "
+        raise UsageError(f"--model {model!r}: expected NAME:TARGET with NAME one of {', '.join(BACKENDS)} "
                          "(e.g. solver:heuristic, openai:gpt-4o-mini, hf:/path/to/model)")
-    if kind == "solver":
-        from mmnp.evaluation.solver_backend import SolverBackend
+    return name, target
 
-        return SolverBackend(target, time_limit=options.get("time_limit", 10.0))
-    if kind == "openai":
-        from mmnp.evaluation.openai_backend import OpenAIBackend
 
-        return OpenAIBackend(target, base_url=options.get("base_url"), api_key_env=options.get("api_key_env"),
-                             concurrency=options.get("concurrency", 8), max_retries=options.get("max_retries", 5),
-                             timeout=options.get("timeout", 300.0))
-    if kind == "hf":
-        from mmnp.evaluation.hf_backend import HFBackend
+def parse_kwargs(text: str | None, flag: str) -> dict[str, Any]:
+    """`k=v,k2=v2` -> a dict; values are JSON where they parse (numbers, true, null, [..], {..}),
+    `none` is None, anything else a string. Commas inside brackets or quotes do not split."""
+    if not text:
+        return {}
+    parts, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    out: dict[str, Any] = {}
+    for part in filter(str.strip, parts):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise UsageError(f"{flag} {part.strip()!r}: expected KEY=VALUE pairs separated by commas")
+        value = value.strip()
+        if value.lower() == "none":
+            out[key] = None
+            continue
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
 
-        return HFBackend(target, batch_size=options.get("batch_size", 8), device=options.get("device"))
-    if kind == "vllm":
-        from mmnp.evaluation.vllm_backend import VLLMBackend
 
-        return VLLMBackend(target)
-    raise ValueError(f"--model {model!r}: unknown backend {kind!r}; use solver, openai, hf or vllm")
+def _convert(value: Any, type_name: str, where: str) -> Any:
+    optional = "None" in type_name
+    base = type_name.replace("| None", "").replace("Optional[", "").strip(" ]")
+    if value is None:
+        if optional:
+            return None
+        raise UsageError(f"{where}: a value is required")
+    if base == "bool":
+        if isinstance(value, bool):
+            return value
+    elif base == "int":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif base == "float":
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif base == "str":
+        return value if isinstance(value, str) else json.dumps(value)
+    else:
+        return value
+    raise UsageError(f"{where}={value!r}: expected {base}")

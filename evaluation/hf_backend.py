@@ -5,36 +5,34 @@ from __future__ import annotations
 
 import io
 import time
+from dataclasses import dataclass, replace
 
-from mmnp.evaluation.backend import Completion, Emit, Request, Sampling
+from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, option
+from mmnp.evaluation.models import load_hf
+
+from mmnp.errors import UsageError
+
+
+@dataclass(frozen=True)
+class HFOptions:
+    batch_size: int = option(8, "generation batch size")
+    device: str | None = option(None, "cuda, cpu, cuda:1... (default: cuda if available)")
+    dtype: str = option("auto", "auto, float32, bfloat16 or float16")
 
 
 class HFBackend:
-    def __init__(self, path: str, batch_size: int = 8, device: str | None = None) -> None:
-        try:
-            import torch
-            from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor,
-                                      AutoTokenizer)
-        except ImportError as e:
-            raise ValueError(f"the hf backend needs torch and transformers ({e}); "
-                             "install them with: pip install 'mmnp[train]'") from None
+    Options = HFOptions
+
+    def __init__(self, path: str, options: HFOptions | None = None, **overrides) -> None:
+        o = replace(options or HFOptions(), **overrides)
+        if o.batch_size < 1:
+            raise UsageError(f"--batch-size {o.batch_size}: must be at least 1")
+        loaded = load_hf(path, dtype=o.dtype, device=o.device)
         self.name = f"hf:{path}"
-        self.batch_size = batch_size
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        config = AutoConfig.from_pretrained(path)
-        self.vision = getattr(config, "vision_config", None) is not None
-        if self.vision:
-            self.processor = AutoProcessor.from_pretrained(path)
-            self.tokenizer = self.processor.tokenizer
-            self.model = AutoModelForImageTextToText.from_pretrained(path, dtype="auto")
-        else:
-            self.processor = None
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModelForCausalLM.from_pretrained(path, dtype="auto")
-        self.model.to(self.device).eval()
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.batch_size = o.batch_size
+        self.model, self.tokenizer, self.processor, self.device = (loaded.model, loaded.tokenizer, loaded.processor,
+                                                                   loaded.device)
+        self.vision = loaded.vision
 
     def _chat(self, request: Request) -> list[dict]:
         messages = [{"role": "system", "content": request.system}] if request.system else []
@@ -65,14 +63,11 @@ class HFBackend:
                 inputs = self._inputs(batch).to(self.device)
                 torch.manual_seed(sampling.seed + start)
                 with torch.no_grad():
-                    output = self.model.generate(
-                        **inputs,
-                        max_new_tokens=sampling.max_tokens,
-                        do_sample=sampling.temperature > 0,
-                        temperature=sampling.temperature if sampling.temperature > 0 else None,
-                        top_p=sampling.top_p if sampling.temperature > 0 else None,
-                        pad_token_id=self.tokenizer.pad_token_id,
-                    )
+                    kwargs = {"max_new_tokens": sampling.max_tokens, "do_sample": sampling.temperature > 0,
+                              "temperature": sampling.temperature if sampling.temperature > 0 else None,
+                              "top_p": sampling.top_p if sampling.temperature > 0 else None,
+                              "pad_token_id": self.tokenizer.pad_token_id, **sampling.extra}
+                    output = self.model.generate(**inputs, **kwargs)
             except ValueError as e:
                 for request in batch:
                     emit(request, Completion(None, latency_s=time.perf_counter() - began, error=str(e)))

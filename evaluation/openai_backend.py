@@ -1,74 +1,176 @@
 """Any OpenAI-compatible chat endpoint (vLLM's and SGLang's servers, hosted APIs).
 
-`--concurrency` requests in flight; 429, 5xx, timeouts and connection errors are retried
-with exponential backoff (honouring Retry-After); other HTTP errors fail at once. A call
-that still fails is recorded as a failure and asked again on the next run.
+`concurrency` requests in flight; 429, 5xx, timeouts and connection errors are retried
+with exponential backoff (honouring Retry-After). The first request (of a sample not failed
+before) goes alone: if it fails after its retries, the run stops with the server's message
+instead of recording a failure per sample; 401, 403 and 404 (bad key, no access, unknown
+model) stop the run at any time.
+Any other failure, and any reply that is not a well-formed chat completion (wrong types,
+non-UTF-8, deep nesting, NaN counts, lone surrogates), is a failed sample with its reason,
+asked again on the next run. Responses longer than `max_response_chars` are cut (and marked
+`truncated`); bodies over `MAX_BODY_BYTES` are refused. The API key never reaches a record.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
+import math
 import os
 import random
+import re
 import time
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-import aiohttp
-
-from mmnp.evaluation.backend import Completion, Emit, Request, Sampling
+from mmnp.errors import UsageError
+from mmnp.evaluation.backend import Completion, Emit, EndpointError, Request, Sampling, option
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
+FATAL = {401: "the API key was refused", 403: "access denied", 404: "model or endpoint not found"}
+MAX_BODY_BYTES = 64 * 2**20
+EXCERPT = 300  # characters of a bad reply kept in the error message
+
+
+@dataclass(frozen=True)
+class OpenAIOptions:
+    base_url: str | None = option(None, "endpoint, e.g. http://localhost:8000/v1 (default: $OPENAI_BASE_URL or "
+                                        "OpenAI's)")
+    api_key_env: str = option("OPENAI_API_KEY", "environment variable holding the key (none needed locally)")
+    concurrency: int = option(8, "requests in flight")
+    max_retries: int = option(5, "retries on 429/5xx/timeouts/connection errors")
+    timeout: float = option(300.0, "seconds per request")
+    backoff: float = option(0.5, "first retry delay in seconds (doubles, jittered, capped at 30)")
+    token_field: str = option("max_tokens", "max_tokens or max_completion_tokens (o-series models)", sample=True)
+    image_detail: str | None = option(None, "image_url detail: low, high or auto", sample=True)
+    max_response_chars: int = option(1_000_000, "longer responses are cut and marked truncated", sample=True)
 
 
 class OpenAIBackend:
-    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                 concurrency: int = 8, max_retries: int = 5, timeout: float = 300.0, backoff: float = 0.5,
-                 max_backoff: float = 30.0) -> None:
+    Options = OpenAIOptions
+
+    def __init__(self, model: str, options: OpenAIOptions | None = None, **overrides) -> None:
+        o = replace(options or OpenAIOptions(), **overrides)
         self.model = model
         self.name = f"openai:{model}"
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
-        key_env = api_key_env or "OPENAI_API_KEY"
-        self.api_key = os.environ.get(key_env)
+        self.base_url = (o.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(f"--base-url {_strip_userinfo(self.base_url)!r}: expected an http:// or https:// URL "
+                             "such as http://localhost:8000/v1")
+        self.api_key = os.environ.get(o.api_key_env)
         if self.api_key is None and not _is_local(self.base_url):
-            raise ValueError(f"set the API key in the environment variable {key_env} (or name another with "
+            raise UsageError(f"set the API key in the environment variable {o.api_key_env} (or name another with "
                              "--api-key-env); a key is optional only for local servers")
-        if concurrency < 1:
-            raise ValueError("--concurrency must be at least 1")
-        self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.backoff = backoff
-        self.max_backoff = max_backoff
+        for name, low in (("concurrency", 1), ("max_retries", 0), ("max_response_chars", 1)):
+            if getattr(o, name) < low:
+                raise UsageError(f"--{name.replace('_', '-')} {getattr(o, name)}: must be at least {low}")
+        if not (o.timeout > 0 and o.backoff >= 0):
+            raise UsageError(f"--timeout {o.timeout} / backoff {o.backoff}: the timeout must be positive and "
+                             "the backoff not negative")
+        if o.token_field not in ("max_tokens", "max_completion_tokens"):
+            raise UsageError(f"--model-args token_field={o.token_field!r}: use max_tokens or max_completion_tokens")
+        if o.image_detail not in (None, "low", "high", "auto"):
+            raise UsageError(f"--model-args image_detail={o.image_detail!r}: use low, high or auto")
+        self.options = o
+        self.concurrency, self.max_retries, self.timeout = o.concurrency, o.max_retries, o.timeout
+        self.backoff, self.max_backoff = o.backoff, 30.0
+        # the key as sent and as JSON-escaped in an echoing error body; keys under 4 characters are not secrets
+        secrets = [s for s in (self.api_key, parts.password) if s and len(s) >= 4]
+        forms = sorted({v for s in secrets for v in (s, json.dumps(s)[1:-1])}, key=len, reverse=True)
+        self._secret = re.compile("|".join(map(re.escape, forms))) if forms else None
+
+    # -- the run ---------------------------------------------------------------------------
 
     def run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
-        asyncio.run(self._run(requests, sampling, emit))
+        import asyncio  # here, not at import: `mmnp eval --help` lists this backend's options
+
+        if requests:
+            asyncio.run(self._run(requests, sampling, emit))
+
+    def probe_image(self, request: Request, sampling: Sampling) -> dict:
+        """Does the picture reach the model? The same request with and without it must differ
+        in usage.prompt_tokens (a server that drops images counts the same prompt)."""
+        import asyncio
+
+        return asyncio.run(self._probe(request, sampling))
+
+    async def _probe(self, request: Request, sampling: Sampling) -> dict:
+        short = replace(sampling, max_tokens=min(sampling.max_tokens, 16))
+        async with self._session() as session:
+            counts = []
+            for r in (request, replace(request, image=None)):
+                c = await self._call(session, r, short)
+                if c.error is not None or c.prompt_tokens is None:
+                    why = c.error or "the reply has no usage.prompt_tokens"
+                    return {"status": "failed", "detail": f"cannot tell whether images reach the model: {why}"}
+                counts.append(c.prompt_tokens)
+        with_image, without = counts
+        if with_image > without:
+            return {"status": "passed", "detail": f"usage.prompt_tokens {with_image} with the image, {without} "
+                                                  "without: the image reaches the model"}
+        return {"status": "failed", "detail": f"usage.prompt_tokens is {with_image} with the image and {without} "
+                                              "without: the endpoint seems to drop images"}
+
+    def _session(self):
+        import aiohttp
+
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        return aiohttp.ClientSession(headers=headers, connector=aiohttp.TCPConnector(limit=self.concurrency),
+                                     timeout=aiohttp.ClientTimeout(total=self.timeout))
 
     async def _run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        connector = aiohttp.TCPConnector(limit=self.concurrency)
-        timeout = aiohttp.ClientTimeout(total=self.timeout)
-        async with aiohttp.ClientSession(headers=headers, connector=connector, timeout=timeout) as session:
+        import asyncio
+
+        async with self._session() as session:
             queue: asyncio.Queue[Request] = asyncio.Queue()
+            # A canary: the first sample not failed before goes alone (retries of known failures do not stop a run).
+            canary = next((r for r in requests if not r.retry), None)
+            if canary is not None:
+                first = await self._call(session, canary, sampling)
+                if first.error is not None and first.extra.get("transport"):
+                    raise EndpointError(f"{self.name} at {_strip_userinfo(self.base_url)}: the first request failed "
+                                        f"after {first.attempts} attempt(s), so nothing else was sent: {first.error}")
+                emit(canary, first)
             for r in requests:
-                queue.put_nowait(r)
+                if r is not canary:
+                    queue.put_nowait(r)
 
             async def worker() -> None:
                 while not queue.empty():
                     request = queue.get_nowait()
                     emit(request, await self._call(session, request, sampling))
 
-            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(requests)))))
+            tasks = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, queue.qsize()))]
+            if not tasks:
+                return
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for t in done:
+                t.result()  # re-raises an EndpointError
 
-    async def _call(self, session: aiohttp.ClientSession, request: Request, sampling: Sampling) -> Completion:
-        payload = {
-            "model": self.model,
-            "messages": request.openai_messages(),
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "max_tokens": sampling.max_tokens,
-            "seed": sampling.seed + request.sample,
-        }
+    def payload(self, request: Request, sampling: Sampling) -> dict:
+        """The request body: the sampling settings, then --gen-kwargs (a None value drops a field)."""
+        messages = request.openai_messages()
+        if self.options.image_detail and request.image is not None:
+            for part in messages[-1]["content"]:
+                if part["type"] == "image_url":
+                    part["image_url"]["detail"] = self.options.image_detail
+        body = {"model": self.model, "messages": messages, "temperature": sampling.temperature,
+                "top_p": sampling.top_p, self.options.token_field: sampling.max_tokens,
+                "seed": sampling.seed + request.sample}
+        if "max_completion_tokens" in sampling.extra:
+            body.pop("max_tokens", None)
+        body.update(sampling.extra)
+        return {k: v for k, v in body.items() if v is not None}
+
+    async def _call(self, session, request: Request, sampling: Sampling) -> Completion:
+        import asyncio
+
+        import aiohttp
+
+        payload = self.payload(request, sampling)
         url = f"{self.base_url}/chat/completions"
         start = time.perf_counter()
         error = "no attempt made"
@@ -76,42 +178,138 @@ class OpenAIBackend:
             wait = None
             try:
                 async with session.post(url, json=payload) as response:
-                    status, body = response.status, await response.text()
-                    retry_after = response.headers.get("Retry-After")
+                    status, retry_after = response.status, response.headers.get("Retry-After")
+                    body, too_big = await _read_capped(response)
             except asyncio.TimeoutError:
                 error = f"timed out after {self.timeout:g}s"
             except aiohttp.ClientError as e:
-                error = f"connection error: {type(e).__name__}: {e}"
+                error = self._redact(f"connection error: {type(e).__name__}: {e}")
             else:
                 if status == 200:
-                    try:
-                        data = json.loads(body)
-                        text = data["choices"][0]["message"]["content"] or ""
-                    except (ValueError, KeyError, IndexError, TypeError):
-                        error = f"malformed response body: {body[:200]!r}"
-                    else:
-                        usage = data.get("usage") or {}
-                        return Completion(text, usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                                          time.perf_counter() - start, attempts=attempt + 1)
-                else:
-                    error = f"HTTP {status}: {body[:200]}"
-                    if status not in RETRYABLE:
-                        return Completion(None, latency_s=time.perf_counter() - start, error=error,
-                                          attempts=attempt + 1)
-                    wait = _retry_after(retry_after)
+                    if too_big:
+                        return self._failed(f"response body over {MAX_BODY_BYTES // 2**20} MiB: refused",
+                                            start, attempt + 1)
+                    return self._parse(body, start, attempt + 1)
+                message = self._redact(_error_message(body))
+                if status in FATAL:
+                    raise EndpointError(f"{self.name} at {_strip_userinfo(self.base_url)}: HTTP {status} "
+                                        f"({FATAL[status]}): {message}")
+                error = f"HTTP {status}: {message}"
+                if status not in RETRYABLE:
+                    return self._failed(error, start, attempt + 1, transport=True)
+                wait = _retry_after(retry_after)
             if attempt < self.max_retries:
                 delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.5)
                 await asyncio.sleep(wait if wait is not None else delay)
-        return Completion(None, latency_s=time.perf_counter() - start, error=error, attempts=self.max_retries + 1)
+        return self._failed(error, start, self.max_retries + 1, transport=True)
+
+    # -- replies -----------------------------------------------------------------------------
+
+    def _failed(self, error: str, start: float, attempts: int, transport: bool = False) -> Completion:
+        return Completion(None, latency_s=time.perf_counter() - start, error=self._redact(error), attempts=attempts,
+                          extra={"transport": True} if transport else {})
+
+    def _parse(self, body: bytes, start: float, attempts: int) -> Completion:
+        """A 200 reply -> a completion, or a failed one naming what is wrong with the reply."""
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return self._failed(f"malformed reply: the body is not UTF-8 (byte {e.start})", start, attempts)
+        try:
+            data = json.loads(text, parse_constant=_no_constant)
+        except RecursionError:
+            return self._failed("malformed reply: JSON nested too deeply", start, attempts)
+        except ValueError as e:
+            return self._failed(f"malformed reply: not JSON ({e}): {_excerpt(text)}", start, attempts)
+        try:
+            message = data["choices"][0]["message"]
+            content = message.get("content")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return self._failed(f"malformed reply: no choices[0].message: {_excerpt(text)}", start, attempts)
+        if content is None:
+            content = ""  # the model said nothing (e.g. all tokens spent on reasoning): an empty answer
+        if not isinstance(content, str):
+            return self._failed(f"malformed reply: message.content is a {type(content).__name__}, not a string",
+                                start, attempts)
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError:
+            return self._failed("malformed reply: message.content holds a lone surrogate (invalid Unicode)",
+                                start, attempts)
+        usage = data.get("usage")
+        if usage is None:
+            usage = {}
+        if not isinstance(usage, dict):
+            return self._failed(f"malformed reply: usage is a {type(usage).__name__}, not an object", start, attempts)
+        counts = []
+        for name in ("prompt_tokens", "completion_tokens"):
+            value = usage.get(name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                return self._failed(f"malformed reply: usage.{name} is {_excerpt(repr(value), 60)}, not a count",
+                                    start, attempts)
+            counts.append(value)
+        cap = self.options.max_response_chars
+        truncated = len(content) > cap
+        return Completion(self._redact(content[:cap]), counts[0], counts[1], time.perf_counter() - start,
+                          attempts=attempts, truncated=truncated)
+
+    def _redact(self, text: str) -> str:
+        return self._secret.sub("[REDACTED]", text) if self._secret is not None else text
+
+
+async def _read_capped(response) -> tuple[bytes, bool]:
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(1 << 16):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return b"", True
+    return b"".join(chunks), False
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _error_message(body: bytes) -> str:
+    """The server's own message from an error body ({"error": {"message": ...}} or the text)."""
+    text = body.decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+        error = data.get("error", data) if isinstance(data, dict) else data
+        message = error.get("message", error) if isinstance(error, dict) else error
+        return _excerpt(message if isinstance(message, str) else json.dumps(message))
+    except (ValueError, RecursionError):
+        return _excerpt(text)
+
+
+def _excerpt(text: str, limit: int = EXCERPT) -> str:
+    text = text.encode("utf-8", "replace").decode("utf-8") if not _encodes(text) else text
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _retry_after(value: str | None) -> float | None:
     try:
-        return min(60.0, float(value)) if value is not None else None
+        wait = float(value) if value is not None else None
     except ValueError:
         return None
+    return min(60.0, max(0.0, wait)) if wait is not None and math.isfinite(wait) else None
 
 
 def _is_local(url: str) -> bool:
     host = urlsplit(url).hostname or ""
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _strip_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    return url.replace(f"{parts.username}:{parts.password}@", "").replace(f"{parts.username}@", "") \
+        if parts.username else url

@@ -5,25 +5,30 @@ append-only log, and compute `results.json` from that log.
     OUTPUT/<model>/results.json    every metric, with the configuration and versions that produced it
     OUTPUT/<model>/run.json        the settings that fix what a sample is (checked on resume)
 
-Resuming needs no bookkeeping beyond the log: a key with a successful line is done, a key
-whose latest line is a failed call is asked again, and a line cut by a crash is dropped.
+Resuming needs no bookkeeping beyond the log (`mmnp.records`): a key with a successful line
+is done, a key whose latest line is a failed call is asked again, and a line cut by a crash
+is dropped. The folder is locked for the run: a second eval on it is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
+import platform
 import re
 import subprocess
+import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from mmnp.core import Instance
 from mmnp.dataset import atomic_write
-from mmnp.evaluation.backend import Backend, Completion, Request, Sampling
+from mmnp.errors import DataError, RunError, UsageError
+from mmnp.evaluation.backend import MESSAGES_TEMPLATE, Backend, Completion, Request, Sampling
 from mmnp.evaluation.metrics import aggregate, instance_metrics
+from mmnp.records import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
 from mmnp.registry import get_task, list_tasks
 
 MODALITIES = ("text", "image")
@@ -36,60 +41,27 @@ class EvalConfig:
     samples: int = 1
     sampling: Sampling = Sampling()
     system_prompt: str | None = None
+    model_args: dict = field(default_factory=dict)  # the backend options that change what a sample is
 
     def identity(self) -> dict:
         """What must match for stored samples to be reused (samples and limit may grow)."""
-        return {"model": self.model, "sampling": asdict(self.sampling), "system_prompt": self.system_prompt}
+        identity = {"model": self.model, "sampling": self.sampling.identity(), "system_prompt": self.system_prompt}
+        if self.model_args:  # only when set: older run.json files stay resumable
+            identity["model_args"] = self.model_args
+        return identity
 
 
 def model_dir_name(model: str) -> str:
-    """A filesystem-safe folder name for a model spec (`hf:/a/b` -> `hf__a_b`)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+    """A filesystem-safe folder name for a model spec (`hf:/a/b` -> `hf__a_b`); long names keep
+    their first 80 characters and a hash of the whole."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+    if len(name) > 100:
+        name = f"{name[:80]}_{hashlib.sha256(model.encode()).hexdigest()[:12]}"
+    return name
 
 
-class SampleLog:
-    """The append-only samples.jsonl: latest line per key wins; a torn last line is cut off."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.records: dict[str, dict] = {}
-        if path.exists():
-            raw = path.read_bytes()
-            if raw and not raw.endswith(b"\n"):  # killed mid-write: drop the partial line
-                raw = raw[: raw.rfind(b"\n") + 1]
-                with open(path, "r+b") as f:
-                    f.truncate(len(raw))
-            for line in raw.decode("utf-8").splitlines():
-                if line.strip():
-                    record = json.loads(line)
-                    self.records[record["key"]] = record
-        self._file = None
-
-    def done(self, key: str) -> bool:
-        record = self.records.get(key)
-        return record is not None and not record["failed"]
-
-    def append(self, record: dict) -> None:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "a", encoding="utf-8")
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()  # survives kill -9 (in the page cache); fsync on close
-        self.records[record["key"]] = record
-
-    def rewrite(self) -> None:
-        self.close()
-        atomic_write(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records.values()))
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-            self._file = None
-
-
-def score(request_instance: Instance, modality: str, sample: int, completion: Completion) -> dict:
+def score(request_instance: Instance, modality: str, sample: int, completion: Completion,
+          messages_sha256: str | None = None) -> dict:
     """A sample's record: the response, its verdict and ratios, usage and failure."""
     inst = request_instance
     task = get_task(inst.task)
@@ -98,13 +70,15 @@ def score(request_instance: Instance, modality: str, sample: int, completion: Co
     feasible = verdict.feasible and not failed
     objective = verdict.objective if feasible else None
     return {
-        "key": f"{inst.id}|{modality}|{sample}",
+        "key": sample_key(inst.id, modality, sample),
         "id": inst.id,
         "task": inst.task,
         "difficulty": inst.difficulty,
         "modality": modality,
         "sample": sample,
         "response": completion.text,
+        "truncated": completion.truncated,
+        "messages_sha256": messages_sha256,
         "parsed": verdict.parsed and not failed,
         "feasible": feasible,
         "objective": objective,
@@ -126,18 +100,36 @@ def _jsonable(x):
     return json.loads(json.dumps(x))
 
 
+def _checked(record: dict) -> dict:
+    """The record if it can be stored (valid JSON, valid UTF-8), else the same sample as a failure."""
+    try:
+        dumps_line(record)
+        return record
+    except (ValueError, UnicodeEncodeError) as e:
+        return _unstorable(record, e)
+
+
+def _unstorable(record: dict, e: Exception) -> dict:
+    return {**record, "response": None, "parsed": False, "feasible": False, "objective": None, "violations": [],
+            "ratio": 0.0, "opt_ratio": 0.0, "canonical": None, "prompt_tokens": None, "completion_tokens": None,
+            "failed": True, "error": f"unstorable reply ({type(e).__name__}: {str(e)[:100]})"}
+
+
 def build_requests(instances: Iterable[Instance], config: EvalConfig, image_loader: Callable[[Instance], bytes],
                    log: SampleLog) -> list[Request]:
     requests = []
     for inst in instances:
         for modality in config.modalities:
             for k in range(config.samples):
-                if log.done(f"{inst.id}|{modality}|{k}"):
+                key = sample_key(inst.id, modality, k)
+                if log.done(key):
                     continue
+                retry = key in log.records
                 if modality == "image":
-                    requests.append(Request(inst, modality, k, inst.image_prompt, image_loader(inst), config.system_prompt))
+                    requests.append(Request(inst, modality, k, inst.image_prompt, image_loader(inst),
+                                            config.system_prompt, retry))
                 else:
-                    requests.append(Request(inst, modality, k, inst.prompt, None, config.system_prompt))
+                    requests.append(Request(inst, modality, k, inst.prompt, None, config.system_prompt, retry))
     return requests
 
 
@@ -159,31 +151,50 @@ def evaluate(
     image_loader: Callable[[Instance], bytes],
     dataset: dict | None = None,
     rescore: bool = False,
+    skip_image_probe: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """Run (or resume, or rescore) an evaluation and write samples.jsonl and results.json."""
+    """Run (or resume, or rescore) an evaluation and write samples.jsonl and results.json.
+
+    results.json is written even when the run is stopped (`RunError`: the endpoint refuses, the image
+    probe fails; re-raised after)."""
     out = Path(output_path) / model_dir_name(config.model)
+    if out.exists() and not out.is_dir() or Path(output_path).is_file():
+        raise DataError(f"--output-path {output_path}: {out if out.exists() else output_path} is a file, not a "
+                        "folder; choose another --output-path")
     out.mkdir(parents=True, exist_ok=True)
+    with FolderLock(out):
+        return _evaluate(backend, instances, config, out, image_loader, dataset, rescore, skip_image_probe, progress)
+
+
+def _evaluate(backend, instances, config, out: Path, image_loader, dataset, rescore, skip_image_probe, progress):
     run_file = out / "run.json"
-    identity = {**config.identity(), "benchmark": (dataset or {}).get("identity")}
-    stored = json.loads(run_file.read_text()) if run_file.exists() else None
+    identity = {**config.identity(), "benchmark": _dataset_identity(dataset)}
+    try:
+        stored = json.loads(run_file.read_text()) if run_file.exists() else None
+    except ValueError:
+        raise DataError(f"{run_file}: not JSON; delete it to reuse the folder's samples with the current "
+                        "settings") from None
     if stored is not None and stored != identity:
-        raise ValueError(f"{out} holds samples from different settings ({_diff(stored, identity)}); "
-                         "choose another --output-path, or delete the folder to start over")
+        raise UsageError(f"{out} holds samples from different settings ({_diff(stored, identity)}); "
+                        "choose another --output-path, or delete the folder to start over")
     atomic_write(run_file, json.dumps(identity, indent=1))
 
-    log = SampleLog(out / "samples.jsonl")
+    log = SampleLog(out / SAMPLES)
     by_id = {inst.id: inst for inst in instances}
     started = time.time()
     calls = 0
+    probe = _previous_probe(out, config)
+    stopped: RunError | None = None
     if rescore:
         for key, record in log.records.items():
             inst = by_id.get(record["id"])
             if inst is not None and not record["failed"]:
-                log.records[key] = score(inst, record["modality"], record["sample"],
-                                         Completion(record["response"], record["prompt_tokens"],
-                                                    record["completion_tokens"], record["latency_s"],
-                                                    attempts=record.get("attempts", 1)))
+                log.records[key] = _checked(score(
+                    inst, record["modality"], record["sample"],
+                    Completion(record["response"], record["prompt_tokens"], record["completion_tokens"],
+                               record["latency_s"], attempts=record.get("attempts", 1),
+                               truncated=record.get("truncated", False)), record.get("messages_sha256")))
         log.rewrite()
     else:
         requests = build_requests(instances, config, image_loader, log)
@@ -192,36 +203,88 @@ def evaluate(
 
         def emit(request: Request, completion: Completion) -> None:
             nonlocal done
-            log.append(score(request.instance, request.modality, request.sample, completion))
+            record = score(request.instance, request.modality, request.sample, completion,
+                           request.messages_sha256())
+            try:
+                log.append(record)
+            except (ValueError, UnicodeEncodeError) as e:  # a reply the backend let through never poisons the log
+                log.append(_unstorable(record, e))
             done += 1
             if progress:
                 progress(done, len(requests))
 
         try:
+            image_requests = [r for r in requests if r.image is not None]
+            if image_requests:
+                probe = _probe(backend, image_requests[0], config.sampling, skip_image_probe)
+                if probe["status"] == "failed":
+                    raise RunError(f"image probe: {probe['detail']}; no image request was made. Use a vision model "
+                                   "or an endpoint that accepts images, or pass --skip-image-probe to run anyway "
+                                   "(results.json records that images were not checked)")
             if requests:
                 backend.run(requests, config.sampling, emit)
+        except RunError as e:  # the endpoint refuses, or images do not reach the model: say so in results.json
+            stopped = e
         finally:
             log.close()
     results = compute_results(log, instances, config)
+    results["image_probe"] = probe
     results.update(_provenance(config, dataset, calls, time.time() - started, log))
-    atomic_write(out / "results.json", json.dumps(results, indent=1, sort_keys=True) + "\n")
+    atomic_write(out / "results.json", json.dumps(results, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    if stopped is not None:
+        raise stopped
     return results
+
+
+def _dataset_identity(dataset: dict | None) -> str | None:
+    """What a stored sample's dataset is: its content and references hashes, or the seed it was generated with."""
+    dataset = dataset or {}
+    if dataset.get("generated"):
+        return f"generated with seed {dataset['generated']['seed']}"
+    content = dataset.get("content_hash") or dataset.get("benchmark_hash")
+    return f"{content}:{dataset['references_hash']}" if dataset.get("references_hash") else content
+
+
+def _probe(backend: Backend, request: Request, sampling: Sampling, skip: bool) -> dict:
+    """Check that images reach the model before paying for an image run (see README: Trusting a result)."""
+    if skip:
+        return {"status": "skipped", "detail": "--skip-image-probe: image delivery was not checked"}
+    probe = getattr(backend, "probe_image", None)
+    if probe is None:
+        return {"status": "not_applicable", "detail": f"{backend.name} runs in-process, not behind an endpoint "
+                                                      "that could drop images"}
+    return probe(request, sampling)
+
+
+def _previous_probe(out: Path, config: EvalConfig) -> dict:
+    """A resumed run with no image request left keeps the probe result of the run that made them."""
+    if "image" not in config.modalities:
+        return {"status": "not_applicable", "detail": "no image modality"}
+    try:
+        previous = json.loads((out / "results.json").read_text()).get("image_probe")
+    except (OSError, ValueError, AttributeError):
+        previous = None
+    if isinstance(previous, dict) and previous.get("status") in ("passed", "failed", "skipped", "not_applicable"):
+        return previous
+    return {"status": "not_applicable", "detail": "no image request was made"}
 
 
 def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfig) -> dict:
     categories = {t.name: t.category for t in list_tasks()}
     by_modality = {}
-    missing = 0
+    missing = failed = 0
     for modality in config.modalities:
         rows = []
         for inst in instances:
-            samples = [log.records.get(f"{inst.id}|{modality}|{k}") for k in range(config.samples)]
+            samples = [log.records.get(sample_key(inst.id, modality, k)) for k in range(config.samples)]
+            failed += sum(1 for s in samples if s is not None and s["failed"])
             if any(s is None for s in samples):
                 missing += 1
                 continue
             rows.append({"task": inst.task, "difficulty": inst.difficulty, "metrics": instance_metrics(samples)})
         by_modality[modality] = aggregate(rows, categories) if rows else {}
-    return {"metrics": by_modality, "complete": missing == 0, "missing_instances": missing}
+    return {"metrics": by_modality, "complete": missing == 0 and failed == 0, "missing_instances": missing,
+            "failed_samples": failed, "total_samples": len(instances) * len(config.modalities) * config.samples}
 
 
 def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: float, log: SampleLog) -> dict:
@@ -230,7 +293,8 @@ def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: f
     records = list(log.records.values())
     return {
         "model": config.model,
-        "config": {**config.identity(), "modalities": list(config.modalities), "samples": config.samples},
+        "config": {**config.identity(), "modalities": list(config.modalities), "samples": config.samples,
+                   "messages_template": MESSAGES_TEMPLATE},
         "dataset": dataset or {},
         "mmnp_version": __version__,
         "git_hash": git_hash(),
@@ -238,11 +302,40 @@ def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: f
             "prompt_tokens": sum(r["prompt_tokens"] or 0 for r in records),
             "completion_tokens": sum(r["completion_tokens"] or 0 for r in records),
             "failed_calls": sum(1 for r in records if r["failed"]),
+            "truncated_responses": sum(1 for r in records if r.get("truncated")),
         },
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": environment(),
         # the only fields that differ between an interrupted-and-resumed run and a straight one
         "timing": {"this_run_seconds": round(seconds, 3), "this_run_calls": calls,
                    "mean_latency_s": round(sum(r["latency_s"] for r in records) / max(len(records), 1), 4)},
     }
+
+
+def environment() -> dict:
+    """Versions, platform and GPU of the machine that wrote a results.json."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    packages = {}
+    for name in ("mmnp", "numpy", "aiohttp", "ortools", "torch", "transformers", "vllm"):
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return {"python": platform.python_version(), "platform": platform.platform(), "packages": packages,
+            "gpu": _gpus()}
+
+
+def _gpus() -> list[str]:
+    torch = sys.modules.get("torch")  # only when a backend already loaded it: never import torch for this
+    if torch is not None and torch.cuda.is_available():
+        return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
 
 
 def _diff(a: dict, b: dict) -> str:

@@ -10,20 +10,32 @@ from __future__ import annotations
 
 import time
 import zlib
+from dataclasses import dataclass
 
 import numpy as np
+from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, option
 
-from mmnp.evaluation.backend import Completion, Emit, Request, Sampling
+from mmnp.errors import UsageError
 from mmnp.registry import get_task
 
 
+@dataclass(frozen=True)
+class SolverOptions:
+    time_limit: float = option(10.0, "seconds for solver:optimal on instances without a stored optimum")
+
+
 class SolverBackend:
-    def __init__(self, solver: str, time_limit: float = 10.0) -> None:
+    Options = SolverOptions
+
+    def __init__(self, solver: str, options: SolverOptions | None = None) -> None:
         self.solver = solver
         self.name = f"solver:{solver}"
-        self.time_limit = time_limit
+        self.time_limit = (options or SolverOptions()).time_limit
 
     def run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
+        if sampling.extra:
+            raise UsageError(f"--gen-kwargs {', '.join(sampling.extra)}: solver baselines take no generation "
+                             "options")
         for request in requests:
             start = time.perf_counter()
             try:

@@ -15,6 +15,4 @@ def load_instances(data: Path | None, tasks: str, difficulties: list[str], count
     """(instances, image loader, dataset identity for results.json); see `mmnp.dataset.select_instances`."""
     selection = select_instances(tasks, difficulties, data=data, count=count, seed=seed, limit=limit,
                                  allow_modified=allow_modified)
-    identity = selection.identity  # + what a resumed run must match (runner.py): instances and references
-    resume_key = f"{identity['content_hash']}:{identity['references_hash']}"
-    return selection.instances, selection.image, {**identity, "identity": resume_key}
+    return selection.instances, selection.image, selection.identity

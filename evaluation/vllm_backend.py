@@ -4,24 +4,35 @@ when this backend is chosen (GPU machines)."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from mmnp.evaluation.backend import Completion, Emit, Request, Sampling
+from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, option
+from mmnp.evaluation.models import load_vllm
+
+
+@dataclass(frozen=True)
+class VLLMOptions:
+    gpu_memory_utilization: float = option(0.9, "fraction of GPU memory vLLM may use")
+    max_model_len: int | None = option(None, "context length (default: the model's)")
+    tensor_parallel_size: int = option(1, "GPUs per model")
+    dtype: str = option("auto", "auto, float32, bfloat16 or float16")
 
 
 class VLLMBackend:
-    def __init__(self, path: str, **engine_args) -> None:
-        try:
-            from vllm import LLM
-        except ImportError:
-            raise ValueError("the vllm backend needs vLLM on a GPU machine: pip install 'mmnp[vllm]'") from None
+    Options = VLLMOptions
+
+    def __init__(self, path: str, options: VLLMOptions | None = None) -> None:
+        o = options or VLLMOptions()
         self.name = f"vllm:{path}"
-        self.llm = LLM(model=path, limit_mm_per_prompt={"image": 1}, **engine_args)
+        self.llm = load_vllm(path, gpu_memory_utilization=o.gpu_memory_utilization, max_model_len=o.max_model_len,
+                             tensor_parallel_size=o.tensor_parallel_size, dtype=o.dtype)
 
     def run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
         from vllm import SamplingParams
 
-        params = [SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p,
-                                 max_tokens=sampling.max_tokens, seed=sampling.seed + r.sample) for r in requests]
+        params = [SamplingParams(**{"temperature": sampling.temperature, "top_p": sampling.top_p,
+                                    "max_tokens": sampling.max_tokens, "seed": sampling.seed + r.sample,
+                                    **sampling.extra}) for r in requests]
         began = time.perf_counter()
         outputs = self.llm.chat([r.openai_messages() for r in requests], params, use_tqdm=True)
         latency = (time.perf_counter() - began) / max(len(requests), 1)

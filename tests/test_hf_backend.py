@@ -56,3 +56,21 @@ def test_text_model_refuses_images(tiny_text):
     HFBackend(str(tiny_text)).run([Request(inst, "image", 0, inst.image_prompt, task.render(inst))], Sampling(max_tokens=4),
                                   lambda r, c: out.append(c))
     assert out[0].error and "text-only" in out[0].error
+
+
+def test_one_loader_for_evaluation_and_disa(tiny_text, tiny_vlm):
+    """evaluation.models.load_hf: the checkpoint's kind decides model class and processor; dtype is honoured."""
+    import torch
+
+    from mmnp.errors import UsageError
+    from mmnp.evaluation.models import load_hf
+
+    text = load_hf(str(tiny_text), dtype="bfloat16", device="cpu")
+    assert not text.vision and text.processor is None and text.tokenizer.padding_side == "left"
+    assert next(text.model.parameters()).dtype == torch.bfloat16 and not text.model.training
+    vlm = load_hf(str(tiny_vlm), device="cpu")
+    assert vlm.vision and vlm.tokenizer is vlm.processor.tokenizer
+    with pytest.raises(UsageError, match="dtype 'float13'"):
+        load_hf(str(tiny_text), dtype="float13")
+    with pytest.raises(UsageError, match="not a transformers model folder"):
+        load_hf(str(tiny_text / "nothing-here"))

@@ -1,0 +1,161 @@
+"""The on-disk formats of a run, and their one owner: the sample key, the append-only JSONL
+log (torn-line-safe append and resume, latest line per key wins) and the output-folder lock.
+
+`samples.jsonl` (eval) and DISA's `labels.jsonl` are such logs; readers (the leaderboard)
+use `read_samples`, never a parser of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from mmnp.errors import DataError
+
+SAMPLES = "samples.jsonl"
+TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
+
+
+def sample_key(instance_id: str, modality: str, sample: int) -> str:
+    """The key of one (instance, modality, sample): what resume and the leaderboard match on."""
+    return f"{instance_id}|{modality}|{sample}"
+
+
+def dumps_line(record: dict) -> bytes:
+    """One JSONL line. Refuses NaN/Infinity (invalid JSON) and lone surrogates (invalid UTF-8)."""
+    return (json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+class JsonlLog:
+    """An append-only JSONL file of records keyed by `key_of(record)`; the latest line per key wins.
+
+    Opening it cuts a torn last line (a crash mid-write) and names the file and line of any
+    other damage. Each record is appended with one `write` on an O_APPEND descriptor, so a
+    line is never interleaved with another writer's."""
+
+    def __init__(self, path: str | Path, key_of: Callable[[dict], str] = lambda r: r["key"]) -> None:
+        self.path = Path(path)
+        self.key_of = key_of
+        self.records: dict[str, dict] = {}
+        self._fd: int | None = None
+        if self.path.exists():
+            for record in _read_lines(self.path, repair=True):
+                self.records[key_of(record)] = record
+
+    def append(self, record: dict) -> None:
+        line = dumps_line(record)
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(self._fd, line)  # in the page cache at once: survives kill -9; fsync on close
+        self.records[self.key_of(record)] = record
+
+    def rewrite(self) -> None:
+        """Replace the file by its latest record per key, atomically."""
+        from mmnp.dataset import atomic_write
+
+        self.close()
+        atomic_write(self.path, b"".join(dumps_line(r) for r in self.records.values()))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+
+class SampleLog(JsonlLog):
+    """samples.jsonl: a key is done when its latest record is not a failed call."""
+
+    def done(self, key: str) -> bool:
+        record = self.records.get(key)
+        return record is not None and not record.get("failed", True)
+
+
+def read_samples(path: str | Path) -> list[dict]:
+    """The latest record per key of a samples.jsonl (read-only: a torn last line is skipped, not cut)."""
+    latest: dict[str, dict] = {}
+    for record in _read_lines(Path(path), repair=False):
+        latest[record["key"]] = record
+    return list(latest.values())
+
+
+def _read_lines(path: Path, repair: bool) -> Iterable[dict]:
+    raw = path.read_bytes()
+    if raw and not raw.endswith(b"\n"):  # killed mid-write: the partial line is not a record
+        raw = raw[: raw.rfind(b"\n") + 1]
+        if repair:
+            with open(path, "r+b") as f:
+                f.truncate(len(raw))
+    records = []
+    for number, line in enumerate(raw.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise DataError(f"{path}, line {number}: not a JSON record ({type(e).__name__}); "
+                            "delete that line and run again (its sample is then asked again)") from None
+        if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+            raise DataError(f"{path}, line {number}: a record without a 'key'; "
+                            "delete that line and run again (its sample is then asked again)")
+        for name in TOKEN_FIELDS:  # written by an older mmnp that stored whatever the server said
+            if name in record and not _is_count(record[name]):
+                record[name] = None
+        records.append(record)
+    return records
+
+
+def _is_count(value) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
+class FolderLock:
+    """An exclusive lock on an output folder for the life of a run (`flock` on `FOLDER/.lock`).
+
+    The kernel drops the lock when its process dies, so a lock left by a killed run is taken
+    over at once; a live holder is named (pid, host, start time) in the refusal."""
+
+    NAME = ".lock"
+
+    def __init__(self, folder: str | Path) -> None:
+        self.path = Path(folder) / self.NAME
+        self._fd: int | None = None
+
+    def __enter__(self) -> FolderLock:
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(os.read(fd, 4096))
+            os.close(fd)
+            raise DataError(f"{self.path.parent} is in use by another run ({holder}); wait for it to finish "
+                            "or choose another --output-path") from None
+        os.ftruncate(fd, 0)
+        info = {"pid": os.getpid(), "host": socket.gethostname(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        self._fd = fd
+        for stray in self.path.parent.glob(".*.tmp[0-9]*"):  # an atomic write cut by a kill
+            stray.unlink(missing_ok=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # releases the flock; the file stays (removing it would race a new holder)
+            self._fd = None
+
+
+def _holder(raw: bytes) -> str:
+    try:
+        info = json.loads(raw.decode())
+        return f"pid {info['pid']} on {info['host']}, started {info['started']}"
+    except (ValueError, KeyError, TypeError):
+        return "holder unknown"

@@ -1,0 +1,115 @@
+"""Any reply, any shape: every malformed or hostile server reply becomes a failed sample with
+its reason (asked again on the next run), never an abort or a poisoned folder; responses are
+capped; the API key never reaches a file or the screen. Through the real CLI and a real server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import mmnp
+from fake_openai import SHAPES, FakeOpenAI, oracle
+from mmnp.cli import app
+from mmnp.records import read_samples
+
+REASONS = {
+    "usage_list": "usage is a list",
+    "usage_string": "usage is a str",
+    "string_tokens": "usage.prompt_tokens is '12'",
+    "nan_tokens": "NaN",
+    "content_number": "message.content is a int",
+    "content_list": "message.content is a list",
+    "no_choices": "no choices[0].message",
+    "not_json": "not JSON",
+    "non_utf8": "not UTF-8",
+    "lone_surrogate": "lone surrogate",
+    "deep_json": "nested too deeply",
+}
+TASKS = ["--tasks", "knapsack,tsp", "--difficulty", "easy"]
+
+
+def _eval(url, data, out, *args, env=None):
+    return CliRunner().invoke(app, ["eval", "--model", "openai:fake", "--base-url", url, "--data", str(data), *TASKS,
+                                    "--output-path", str(out), "--concurrency", "2", "--max-retries", "1",
+                                    "--model-args", "backoff=0.01", *args], env=env)
+
+
+def _strict_json(path):
+    def refuse(name):
+        raise AssertionError(f"{path} holds {name}")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def instances(small_dataset):
+    return list(mmnp.load_dataset(small_dataset, tasks=["knapsack", "tsp"], difficulties=["easy"]))
+
+
+def test_every_shape_is_named(instances):
+    assert set(REASONS) == set(SHAPES)
+
+
+@pytest.mark.parametrize("shape", sorted(REASONS))
+def test_malformed_reply_is_a_failed_sample_then_retried(shape, small_dataset, instances, tmp_path):
+    victim = instances[1].prompt  # the first request (the canary) is well-formed: the run goes on
+    with FakeOpenAI(oracle(instances), shape=lambda n, text: shape if text == victim else None) as server:
+        result = _eval(server.url, small_dataset, tmp_path)
+    assert result.exit_code == 1, result.output
+    assert "1 of 4 samples failed" in result.output and REASONS[shape] in result.output
+    log = tmp_path / "openai_fake" / "samples.jsonl"
+    records = {r["id"]: r for r in read_samples(log)}
+    bad = records[instances[1].id]
+    assert bad["failed"] and bad["response"] is None and REASONS[shape] in bad["error"]
+    assert bad["prompt_tokens"] is None and not bad["feasible"]
+    assert all(not r["failed"] and r["feasible"] for k, r in records.items() if k != instances[1].id)
+    log.read_bytes().decode("utf-8")  # the folder stays valid UTF-8 and JSON
+    for line in log.read_text().splitlines():
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in samples.jsonl"))
+    results = _strict_json(tmp_path / "openai_fake" / "results.json")
+    assert results["complete"] is False and results["failed_samples"] == 1
+
+    with FakeOpenAI(oracle(instances)) as server:  # healed: only the failed sample is asked again
+        again = _eval(server.url, small_dataset, tmp_path)
+        assert again.exit_code == 0, again.output
+        assert [m["messages"][-1]["content"][-1]["text"] for m in server.requests] == [victim]
+    results = _strict_json(tmp_path / "openai_fake" / "results.json")
+    assert results["complete"] is True and results["metrics"]["text"]["overall"]["sr"] == 1.0
+
+    rescored = _eval("http://127.0.0.1:9/v1", small_dataset, tmp_path, "--rescore")  # resume data stays readable
+    assert rescored.exit_code == 0, rescored.output
+
+
+def test_a_50_mb_response_is_cut_at_the_cap(small_dataset, instances, tmp_path):
+    with FakeOpenAI(oracle(instances), shape=lambda n, text: "huge:50000000" if n == 2 else None) as server:
+        result = _eval(server.url, small_dataset, tmp_path)
+    assert result.exit_code == 0, result.output
+    records = read_samples(tmp_path / "openai_fake" / "samples.jsonl")
+    cut = [r for r in records if r["truncated"]]
+    assert len(cut) == 1 and len(cut[0]["response"]) == 1_000_000 and not cut[0]["failed"]
+    assert all(len(r["response"]) < 10_000 for r in records if not r["truncated"])
+    assert (tmp_path / "openai_fake" / "samples.jsonl").stat().st_size < 2_000_000
+    assert _strict_json(tmp_path / "openai_fake" / "results.json")["usage"]["truncated_responses"] == 1
+
+
+def test_the_api_key_is_redacted_everywhere(small_dataset, instances, tmp_path):
+    key = "sk-test-0123456789abcdef"
+    leaky = {instances[2].prompt: "echo_key"}  # a server that echoes the Authorization header in an error
+
+    def answer(text, png):  # and one that repeats the key in a completion
+        return oracle(instances)(text, png) + (f"\nyour key is {key}" if text == instances[3].prompt else "")
+
+    with FakeOpenAI(answer, shape=lambda n, text: leaky.get(text)) as server:
+        result = _eval(server.url, small_dataset, tmp_path, "--api-key-env", "MMNP_TEST_KEY",
+                       env={"MMNP_TEST_KEY": key})
+        assert server.requests and all(key not in json.dumps(r) for r in server.requests)
+    assert result.exit_code == 1 and key not in result.output and "[REDACTED]" in result.output
+    folder = tmp_path / "openai_fake"
+    for path in folder.iterdir():
+        assert key not in path.read_text(errors="replace"), path
+    records = {r["id"]: r for r in read_samples(folder / "samples.jsonl")}
+    assert records[instances[2].id]["error"] == "HTTP 400: bad request with Bearer [REDACTED]"
+    assert records[instances[3].id]["response"].endswith("your key is [REDACTED]")
+    assert records[instances[3].id]["feasible"]  # the answer itself is untouched
