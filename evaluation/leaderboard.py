@@ -181,6 +181,8 @@ def _check_results(results) -> str | None:
             if not isinstance(groups, dict):
                 return f"{where}.{scope} is not an object"
             problem = next(filter(None, (_check_group(g, f"{where}.{scope}.{n}") for n, g in groups.items())), None)
+            if not problem and scope == "task_difficulty":
+                problem = next((f"{where}.{scope}.{n} is not named task/level" for n in groups if "/" not in n), None)
         if problem:
             return problem
     return None
@@ -405,7 +407,7 @@ def _levels_by_task(group: Group, modality: str | None) -> dict[str, list[str]]:
     levels: dict[str, set[str]] = {}
     for _, _, metrics, _ in _rows(group, modality):
         for cell in metrics["task_difficulty"]:
-            task, level = cell.rsplit("/", 1)
+            task, level = cell.split("/", 1)
             levels.setdefault(task, set()).add(level)
     return {t: sorted(ls, key=level_key) for t, ls in levels.items() if len(ls) > 1}
 
@@ -629,7 +631,7 @@ class _Plotter:
 
 
 def _label(text: str) -> str:
-    """A legend entry drawn literally ($ would start matplotlib's math mode)."""
+    """A name from results.json drawn literally ($ would start matplotlib's math mode)."""
     text = text if len(text) <= 60 else text[:57] + "..."
     return text.replace("$", r"\$")
 
@@ -674,7 +676,7 @@ def _plots(board: Board, group: Group, p: _Plotter) -> list[tuple[str, str]]:
         groups = [metrics["difficulties"].get(d) for d in levels]
         p.tag(ax.errorbar(range(len(levels)), [100 * g["qr"] if g else math.nan for g in groups],
                           yerr=_errors(groups, "qr"), marker="o", capsize=3, label=label, color=color))
-    ax.set_xticks(range(len(levels)), levels)
+    ax.set_xticks(range(len(levels)), [_label(lv) for lv in levels])
     ax.set_title("QR by difficulty (mean over tasks), ± 1 standard error")
     ax.set_ylabel("QR (%)")
     ax.grid(alpha=0.3)
@@ -704,8 +706,8 @@ def _plots(board: Board, group: Group, p: _Plotter) -> list[tuple[str, str]]:
                 p.tag(ax.errorbar(x, values, yerr=_errors(cells, key), marker="o", capsize=3, linestyle=style,
                                   color=color, label=label if key == "sr" else None))
         ax.axhline(100 * BREAK_SR, color="grey", linewidth=0.8, linestyle=":")
-        ax.set_xticks(x, levels)
-        ax.set_title(f"{task}: SR (solid) and QR (dashed) by level, ± 1 SE")
+        ax.set_xticks(x, [_label(lv) for lv in levels])
+        ax.set_title(f"{_label(task)}: SR (solid) and QR (dashed) by level, ± 1 SE")
         ax.set_ylabel("%")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)

@@ -353,8 +353,14 @@ def test_command_errors_say_where_and_what_to_do(results_dir, tmp_path):
     assert (tmp_path / "file").read_text() == "mine"
 
 
-def test_html_escapes_names_and_responses(results_dir):
-    page = render_html(collect([results_dir]), browser_samples=1)
+def test_html_escapes_names_and_responses(results_dir, tmp_path):
+    def hostile_level(r):
+        cells = r["metrics"]["text"]["task_difficulty"]
+        cells["tsp/<b>$\\frac$</b>"] = cells.pop("tsp/medium")
+
+    _variant(results_dir / "solver_random", tmp_path, "hostile_level", hostile_level)
+    page = render_html(collect([results_dir, tmp_path]), browser_samples=1)
+    assert "<b>$\\frac$</b>" not in page and "&lt;b&gt;$\\frac$&lt;/b&gt;" in page  # a level name, as text
     assert HOSTILE_MODEL not in page and "<script>document.title" not in page
     assert "&lt;script&gt;document.title=&quot;pwned&quot;&lt;/script&gt;" in page
     assert "&lt;img src=x onerror=" in page  # the name is shown, as text, in tables and plot legends
