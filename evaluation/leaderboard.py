@@ -469,6 +469,21 @@ def probe_frame(group: Group, se: str | None = None) -> pd.DataFrame:
     return _frame(records)
 
 
+def runs_frame(group: Group) -> pd.DataFrame:
+    """Where each shown number comes from: one row per run with its folder, time, version,
+    samples, completeness and image-delivery check (blank where results.json predates them)."""
+    records = []
+    for run in group.runs:
+        r = run.results
+        config = r.get("config") if isinstance(r.get("config"), dict) else {}
+        probe = r.get("image_probe") if isinstance(r.get("image_probe"), dict) else {}
+        records.append({**_who(run, run.label, None, group.dataset is None), "folder": str(run.folder),
+                        "timestamp": _text(r.get("timestamp")), "mmnp": _text(r.get("mmnp_version")),
+                        "samples": _text(config.get("samples")), "complete": run.incomplete() or "yes",
+                        "image delivery": _text(probe.get("status"))})
+    return _frame(records)
+
+
 def _markdown(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "(no results)\n"
@@ -495,6 +510,7 @@ def _sections(board: Board, group: Group, se: str | None) -> list[tuple[str, pd.
     if m is None and any(r.probe() for r in group.runs):
         sections.append(("Perception and reasoning: text and image SR/QR beside the perception probe's "
                          "recognition accuracy and field F1", probe_frame(group, se), "probe"))
+    sections.append(("Runs", runs_frame(group), "runs"))
     return sections
 
 
@@ -622,9 +638,8 @@ class _Plotter:
 
     def svg(self, fig) -> str:
         buf = io.StringIO()
-        fig.tight_layout()
         with self.matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "mmnp"}):
-            fig.savefig(buf, format="svg", metadata={"Date": None})
+            fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
         self.plt.close(fig)
         text = buf.getvalue()
         return text[text.index("<svg"):]
@@ -670,34 +685,36 @@ def _plots(board: Board, group: Group, p: _Plotter) -> list[tuple[str, str]]:
     axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     plots.append(("SR and QR per category", p.svg(fig)))
 
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = plt.subplots(figsize=(5, 3.4))
     levels = sorted({d for _, _, metrics, _ in rows for d in metrics["difficulties"]}, key=level_key)
     for label, color, (_, _, metrics, _) in zip(labels, colors, rows):
         groups = [metrics["difficulties"].get(d) for d in levels]
         p.tag(ax.errorbar(range(len(levels)), [100 * g["qr"] if g else math.nan for g in groups],
                           yerr=_errors(groups, "qr"), marker="o", capsize=3, label=label, color=color))
     ax.set_xticks(range(len(levels)), [_label(lv) for lv in levels])
-    ax.set_title("QR by difficulty (mean over tasks), ± 1 standard error")
+    ax.set_title("QR by difficulty (mean over tasks), ± 1 SE")
     ax.set_ylabel("QR (%)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     plots.append(("QR by difficulty", p.svg(fig)))
 
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    ks = sorted({int(k) for _, _, metrics, _ in rows for k in metrics["overall"]["pass_at_k"]})
     for label, color, (_, _, metrics, _) in zip(labels, colors, rows):
         curve = metrics["overall"]["pass_at_k"]
         ax.plot([int(k) for k in curve], [100 * v for v in curve.values()], marker="o", label=label, color=color)
         opt = metrics["overall"]["pass_at_k_opt"]
         ax.plot([int(k) for k in opt], [100 * v for v in opt.values()], linestyle="--", alpha=0.6, color=color)
-    ax.set_title("pass@k (solid: feasible, dashed: best-known objective)")
+    ax.set_title("pass@k (solid: feasible, dashed: best known)")
+    ax.set_xticks(ks)
     ax.set_xlabel("k")
     ax.set_ylabel("%")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     plots.append(("pass@k", p.svg(fig)))
 
     for task, levels in _levels_by_task(group, board.modality).items():
-        fig, ax = plt.subplots(figsize=(6, 3.6))
+        fig, ax = plt.subplots(figsize=(4.6, 3.2))
         x = np.arange(len(levels))
         for label, color, (_, _, metrics, _) in zip(labels, colors, rows):
             cells = [metrics["task_difficulty"].get(f"{task}/{lv}") for lv in levels]
@@ -707,10 +724,10 @@ def _plots(board: Board, group: Group, p: _Plotter) -> list[tuple[str, str]]:
                                   color=color, label=label if key == "sr" else None))
         ax.axhline(100 * BREAK_SR, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xticks(x, [_label(lv) for lv in levels])
-        ax.set_title(f"{_label(task)}: SR (solid) and QR (dashed) by level, ± 1 SE")
+        ax.set_title(f"{_label(task)}: SR (solid), QR (dashed), ± 1 SE", fontsize=10)
         ax.set_ylabel("%")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         plots.append((f"{task} by level", p.svg(fig)))
     return plots
 

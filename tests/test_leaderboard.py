@@ -149,7 +149,7 @@ def test_modified_data_is_marked_with_its_own_content_hash(results_dir, tmp_path
 
 def test_incomplete_runs_are_left_out_with_a_line_or_marked(results_dir, tmp_path, capsys):
     def failed(r):
-        r.update(complete=False, failed_samples=37)
+        r.update(complete=False, failed_samples=37, timestamp="2026-11-30T12:00:00Z")
 
     def legacy_failed(r):  # an older results.json: complete true, failures only in usage
         r.pop("failed_samples", None)
@@ -176,6 +176,10 @@ def test_incomplete_runs_are_left_out_with_a_line_or_marked(results_dir, tmp_pat
     assert f"solver:random ({root / 'broken'}) (incomplete: 37 failed samples)" in models
     assert f"solver:random ({root / 'legacy'}) (incomplete: 5 failed samples)" in models
     assert "solver:heuristic" in models and "left out" not in md
+    runs = {r["folder"]: r for r in _table(md, "Runs")}
+    assert runs[str(root / "broken")]["complete"] == "incomplete: 37 failed samples"
+    assert runs[str(root / "broken")]["timestamp"] == "2026-11-30T12:00:00Z"
+    assert runs[str(root / "solver_heuristic")]["complete"] == "yes"
 
 
 def test_missing_and_unreadable_results_are_named(results_dir, tmp_path, capsys):
@@ -382,7 +386,8 @@ def test_sample_browser_survives_damaged_samples(results_dir, tmp_path):
     leaderboard_command_impl([run], format="html", out=out, browser_samples=40)
     page = out.read_text()
     assert "<pre>12345</pre>" in page and "&lt;b&gt;list&lt;/b&gt;" in page
-    assert f"{run / 'samples.jsonl'}: line 6 is not a JSON record" in page
+    damage = page.split(f"<li>{run / 'samples.jsonl'}", 1)[1].split("</li>", 1)[0]  # named under "Not shown"
+    assert "line 6" in damage and "not a JSON record" in damage
 
 
 def _chromium() -> str:
