@@ -60,18 +60,19 @@ SCALARS = ("sr_at_1", "qr_at_1", "sr", "qr", "opt_ratio", "distinct", "fail_rate
 # the scalars that carry a standard error, and its key
 STDERR = {"sr": "sr_se", "qr": "qr_se", "sr_at_1": "sr_at_1_se", "qr_at_1": "qr_at_1_se"}
 
-NAMED_LEVELS = ("easy", "medium", "hard", "bench")
+# where the named difficulties sit on the level ladder (mmnp.levels.NAMED): easy is L2, ...
+NAMED_LEVELS = {"easy": 2, "medium": 3, "hard": 4, "bench": 5}
 
 
 def level_key(name: str) -> tuple:
-    """Sort key of difficulty names: easy < medium < hard < bench, then L1 < L2 < ... < L10
-    (numerically), then any other name alphabetically."""
+    """Sort key of difficulty names by ladder position: L1 < easy (= L2) < L2 < medium < ... <
+    bench < L6 < ... (numerically, so L10 after L9), then any other name alphabetically."""
     if name in NAMED_LEVELS:
-        return 0, NAMED_LEVELS.index(name), ""
+        return 0, NAMED_LEVELS[name], 0, ""
     ladder = re.fullmatch(r"[Ll](\d+)", name)
     if ladder:
-        return 1, int(ladder.group(1)), ""
-    return 2, 0, name
+        return 0, int(ladder.group(1)), 1, ""
+    return 1, 0, 0, name
 
 
 def _stderr_of_mean(values: list[float]) -> float | None:

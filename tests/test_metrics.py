@@ -77,9 +77,10 @@ def test_stderr_matches_the_spread_of_the_mean_over_repeated_benchmarks():
     assert sum(ses) / len(ses) == pytest.approx(stdev(srs), rel=0.15)
 
 
-def test_levels_order_named_then_ladder_numerically():
-    names = ["L10", "hard", "L2", "bench", "easy", "zeta", "medium", "L1", "alpha"]
-    assert sorted(names, key=level_key) == ["easy", "medium", "hard", "bench", "L1", "L2", "L10", "alpha", "zeta"]
+def test_levels_order_by_ladder_position_numerically():
+    names = ["L10", "hard", "L2", "bench", "easy", "zeta", "L6", "medium", "L1", "alpha", "L9"]
+    assert sorted(names, key=level_key) == ["L1", "easy", "L2", "medium", "hard", "bench", "L6", "L9", "L10",
+                                            "alpha", "zeta"]
 
 
 def test_aggregate_orders_ladder_levels_numerically():
