@@ -222,7 +222,10 @@ def gather(paths: list[Path]) -> tuple[list[Run], list[str]]:
             problems.append(f"{path}: no {RESULTS} (the run never finished; run the same `mmnp eval` command "
                             "again to finish it)")
         elif path.is_dir():
-            subfolders = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+            try:
+                subfolders = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+            except OSError as e:
+                raise DataError(f"{path}: cannot be listed ({e.strerror or e}); check its permissions") from None
             folders = [p for p in subfolders if (p / RESULTS).exists()]
             for p in subfolders:
                 if p not in folders:
@@ -232,6 +235,9 @@ def gather(paths: list[Path]) -> tuple[list[Run], list[str]]:
             if not subfolders:
                 raise UsageError(f"{path} holds no {RESULTS}; give the --output-path of `mmnp eval` "
                                  "or one of its model folders")
+        elif path.exists():
+            raise UsageError(f"{path} is a file; give a model folder of `mmnp eval`, its {RESULTS}, or the "
+                             "--output-path holding model folders")
         else:
             raise UsageError(f"{path} does not exist; give the --output-path of `mmnp eval` or one of its model folders")
         for folder in folders:

@@ -352,6 +352,8 @@ def test_command_errors_say_where_and_what_to_do(results_dir, tmp_path):
         leaderboard_command_impl([results_dir], modality="video")
     with pytest.raises(UsageError, match="does not exist"):
         leaderboard_command_impl([tmp_path / "nothing"])
+    with pytest.raises(UsageError, match="samples.jsonl is a file; give a model folder"):
+        leaderboard_command_impl([results_dir / "solver_random" / "samples.jsonl"])
     with pytest.raises(UsageError, match="given twice"):
         leaderboard_command_impl([results_dir, results_dir / "solver_random"])
     assert (tmp_path / "file").read_text() == "mine"
