@@ -47,6 +47,7 @@ class Dataset:
     modified: bool
     preset: str | None
     recorded: bool  # False: written by an mmnp that did not record integrity (no modified/content_hash)
+    references_hash: str | None = None  # the reference solutions QR is measured against
     origin: str | None = None  # "generated on the fly, seed S" for runs without a dataset folder
 
     @classmethod
@@ -60,7 +61,7 @@ class Dataset:
         generated = d.get("generated") if isinstance(d.get("generated"), dict) else None
         return cls(benchmark_hash=text("benchmark_hash") or "unknown", content_hash=text("content_hash"),
                    modified=d.get("modified") is True, preset=text("preset"),
-                   recorded="modified" in d and "content_hash" in d,
+                   recorded="modified" in d and "content_hash" in d, references_hash=text("references_hash"),
                    origin=f"generated on the fly, seed {generated.get('seed')}" if generated else None)
 
     @property
@@ -69,11 +70,16 @@ class Dataset:
 
     @property
     def key(self) -> str:
-        """Runs with equal keys were evaluated on the same data."""
-        return f"modified:{self.content_hash}" if self.modified else self.benchmark_hash
+        """Runs with equal keys were evaluated on the same data: the same instances and, where
+        recorded, the same references (QR is measured against them)."""
+        if self.modified:
+            return f"modified:{self.content_hash}"
+        return self.benchmark_hash + (f"/references:{self.references_hash}" if self.references_hash else "")
 
     def short(self) -> str:
-        return ("modified " + (self.content_hash or "unknown")[:12]) if self.modified else self.benchmark_hash[:12]
+        if self.modified:
+            return "modified " + (self.content_hash or "unknown").removeprefix("modified-")[:12]
+        return self.benchmark_hash[:12] + (f"/{self.references_hash[:8]}" if self.references_hash else "")
 
     def describe(self) -> str:
         if self.modified:
@@ -82,7 +88,8 @@ class Dataset:
         if self.benchmark_hash == "unknown":
             return "unknown dataset (its results.json records no benchmark hash)"
         name = self.preset or self.origin
-        return f"dataset {name + ', ' if name else ''}benchmark hash {self.benchmark_hash}"
+        references = f", references hash {self.references_hash}" if self.references_hash else ""
+        return f"dataset {name + ', ' if name else ''}benchmark hash {self.benchmark_hash}{references}"
 
 
 @dataclass
