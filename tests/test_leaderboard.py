@@ -103,7 +103,9 @@ def test_csv_matches_results_json(results_dir):
     assert float(overall["QR"]) == pytest.approx(100 * results["metrics"]["image"]["overall"]["qr"], abs=0.05)
     tasks = {r["name"] for r in rows if r["scope"] == "task"}
     assert tasks == set(results["metrics"]["text"]["tasks"])
-    assert {r["dataset"] for r in rows} == {results["dataset"]["benchmark_hash"]}
+    references = results["dataset"].get("references_hash")  # recorded by newer runs: part of the key
+    assert {r["dataset"] for r in rows} == {results["dataset"]["benchmark_hash"]
+                                            + (f"/references:{references}" if references else "")}
 
 
 def test_runs_on_different_datasets_are_ranked_apart_unless_mixed(results_dir, tmp_path):
