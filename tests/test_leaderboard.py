@@ -392,21 +392,24 @@ def test_html_escapes_names_and_responses(results_dir, tmp_path):
 
 
 def test_sample_browser_survives_damaged_samples(results_dir, tmp_path):
-    run = tmp_path / "damaged"
-    shutil.copytree(results_dir / "solver_random", run)
-    lines = (run / "samples.jsonl").read_text().splitlines()
+    odd, damaged = tmp_path / "odd", tmp_path / "damaged"
+    for run in (odd, damaged):
+        shutil.copytree(results_dir / "solver_random", run)
+    lines = (odd / "samples.jsonl").read_text().splitlines()
     first, second = json.loads(lines[0]), json.loads(lines[1])
     first["response"] = 12345  # a server's content stored as a number
     second["response"] = ["<b>list</b>"]
     second["ratio"] = None
     lines[:2] = [json.dumps(first), json.dumps(second)]
+    (odd / "samples.jsonl").write_text("\n".join(lines) + '\n{"key": "torn')
+    lines = (damaged / "samples.jsonl").read_text().splitlines()
     lines.insert(5, "{not json")
-    (run / "samples.jsonl").write_text("\n".join(lines) + '\n{"key": "torn')
+    (damaged / "samples.jsonl").write_text("\n".join(lines) + "\n")
     out = tmp_path / "board.html"
-    leaderboard_command_impl([run], format="html", out=out, browser_samples=40)
+    leaderboard_command_impl([odd, damaged], format="html", out=out, browser_samples=40)
     page = out.read_text()
     assert "<pre>12345</pre>" in page and "&lt;b&gt;list&lt;/b&gt;" in page
-    damage = page.split(f"<li>{run / 'samples.jsonl'}", 1)[1].split("</li>", 1)[0]  # named under "Not shown"
+    damage = page.split(f"<li>{damaged / 'samples.jsonl'}", 1)[1].split("</li>", 1)[0]  # named under "Not shown"
     assert "line 6" in damage and "not a JSON record" in damage
 
 
