@@ -1,15 +1,24 @@
 """The metrics of METRICS.md: per sample, per instance (n samples), and their aggregation
-by task, difficulty, category and overall."""
+by task, difficulty (level), category and overall, with analytic standard errors.
+
+Standard errors are of the mean over instances: a task's (or task x level cell's) `sr_se` is
+the sample standard deviation of its per-instance SR (ddof=1) over sqrt(instances); a mean of
+independent groups (category = mean of tasks, overall = mean of categories, a level = mean of its
+task cells) has sqrt(sum of squared group errors) / groups. A group with one instance has no
+standard error (null), and neither has any mean that includes it: an error bar is true or absent.
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from collections import defaultdict
-from statistics import mean
+from statistics import mean, stdev
 from typing import Iterable
 
 import numpy as np
 
-from mmnp.core import CATEGORIES, DIFFICULTIES
+from mmnp.core import CATEGORIES
 
 BEST_TOLERANCE = 1e-9  # opt_ratio at or above 1 - this reaches the best-known objective
 
@@ -48,14 +57,44 @@ def instance_metrics(samples: list[dict]) -> dict:
 
 
 SCALARS = ("sr_at_1", "qr_at_1", "sr", "qr", "opt_ratio", "distinct", "fail_rate", "parse_rate")
+# the scalars that carry a standard error, and its key
+STDERR = {"sr": "sr_se", "qr": "qr_se", "sr_at_1": "sr_at_1_se", "qr_at_1": "qr_at_1_se"}
+
+# where the named difficulties sit on the level ladder (mmnp.levels.NAMED): easy is L2, ...
+NAMED_LEVELS = {"easy": 2, "medium": 3, "hard": 4, "bench": 5}
 
 
-def average(rows: Iterable[dict]) -> dict:
-    """Unweighted mean of instance (or task) metric dicts, pass@k curves included."""
+def level_key(name: str) -> tuple:
+    """Sort key of difficulty names by ladder position: L1 < easy (= L2) < L2 < medium < ... <
+    bench < L6 < ... (numerically, so L10 after L9), then any other name alphabetically."""
+    if name in NAMED_LEVELS:
+        return 0, NAMED_LEVELS[name], 0, ""
+    ladder = re.fullmatch(r"[Ll](\d+)", name)
+    if ladder:
+        return 0, int(ladder.group(1)), 1, ""
+    return 1, 0, 0, name
+
+
+def _stderr_of_mean(values: list[float]) -> float | None:
+    return stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None
+
+
+def _stderr_of_mean_of_groups(errors: list[float | None]) -> float | None:
+    if not errors or any(e is None for e in errors):
+        return None
+    return math.sqrt(sum(e * e for e in errors)) / len(errors)
+
+
+def average(rows: Iterable[dict], of_groups: bool = False) -> dict:
+    """Unweighted mean of instance metric dicts (or, `of_groups`, of group averages such as
+    tasks), pass@k curves included, with the standard errors of STDERR (see the module doc)."""
     rows = list(rows)
     if not rows:
         return {}
     out = {key: mean(r[key] for r in rows) for key in SCALARS}
+    for key, se in STDERR.items():
+        out[se] = (_stderr_of_mean_of_groups([r.get(se) for r in rows]) if of_groups
+                   else _stderr_of_mean([r[key] for r in rows]))
     for curve in ("pass_at_k", "pass_at_k_opt"):
         ks = set.intersection(*(set(r[curve]) for r in rows))
         out[curve] = {k: mean(r[curve][k] for r in rows) for k in sorted(ks, key=int)}
@@ -73,17 +112,19 @@ def aggregate(per_instance: list[dict], categories: dict[str, str]) -> dict:
         by_task[row["task"]].append(row["metrics"])
         by_cell[row["task"], row["difficulty"]].append(row["metrics"])
     tasks = {t: average(rows) for t, rows in by_task.items()}
-    difficulty = {f"{t}/{d}": average(rows) for (t, d), rows in sorted(by_cell.items())}
+    cells = sorted(by_cell, key=lambda cell: (cell[0], level_key(cell[1])))
+    difficulty = {f"{t}/{d}": average(by_cell[t, d]) for t, d in cells}
     by_category: dict[str, list[dict]] = defaultdict(list)
     for t, m in tasks.items():
         by_category[categories[t]].append(m)
-    cats = {c: average(by_category[c]) for c in CATEGORIES if c in by_category}
-    levels = sorted({d for _, d in by_cell}, key=lambda d: (d not in DIFFICULTIES, DIFFICULTIES.index(d) if d in DIFFICULTIES else d))
+    cats = {c: average(by_category[c], of_groups=True) for c in CATEGORIES if c in by_category}
+    levels = sorted({d for _, d in by_cell}, key=level_key)
     return {
-        "overall": average(cats.values()),
-        "macro_over_tasks": average(tasks.values()),
+        "overall": average(cats.values(), of_groups=True),
+        "macro_over_tasks": average(tasks.values(), of_groups=True),
         "categories": cats,
         "tasks": tasks,
-        "difficulties": {d: average(difficulty[k] for k in difficulty if k.endswith(f"/{d}")) for d in levels},
+        "difficulties": {d: average((difficulty[f"{t}/{d}"] for t, level in cells if level == d), of_groups=True)
+                         for d in levels},
         "task_difficulty": difficulty,
     }

@@ -1,31 +1,43 @@
+"""The leaderboard over real `mmnp eval` outputs, with results.json edited to simulate runs on
+other, modified or unknown data, incomplete runs, older results, levels and the perception probe."""
+
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 import pytest
+from typer.testing import CliRunner
 
-from mmnp.evaluation.backend import Sampling, make_backend
-from mmnp.evaluation.leaderboard import collect, render_csv, render_html, render_markdown
-from mmnp.evaluation.runner import EvalConfig, evaluate
-from mmnp.evaluation.sources import load_instances
+from mmnp.cli import app
+from mmnp.errors import DataError, RunError, UsageError
+from mmnp.evaluation.leaderboard import collect, leaderboard_command_impl, render_csv, render_html, render_markdown
 
-HOSTILE_MODEL = '<img src=x onerror="document.title=\'pwned\'">'
+HOSTILE_MODEL = '<img src=x onerror="document.title=\'pwned\'">$\\frac$'
 HOSTILE_RESPONSE = '<script>document.title="pwned"</script>Answer: [0, 1]'
+OTHER_HASH = "f" * 64
+runner = CliRunner()
+
+
+def _eval(model: str, data: Path, out: Path) -> None:
+    result = runner.invoke(app, ["eval", "--model", model, "--data", str(data), "--difficulty", "easy,medium",
+                                 "--modality", "both", "--samples", "3", "--temperature", "0.7",
+                                 "--output-path", str(out)])
+    assert result.exit_code == 0, result.output
 
 
 @pytest.fixture(scope="module")
 def results_dir(small_dataset, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("results")
-    instances, loader, dataset = load_instances(small_dataset, "all", ["easy", "medium"], 0, 0, None, True)
     for model in ("solver:heuristic", "solver:random"):
-        evaluate(make_backend(model), instances, EvalConfig(model, ("text", "image"), 3, Sampling(temperature=0.7)),
-                 out, image_loader=loader, dataset=dataset)
-    # a third "model" whose name and responses try to inject HTML and script
+        _eval(model, small_dataset, out)
+    # a third "model" whose name and responses try to inject HTML, script and matplotlib math
     hostile = out / "hostile"
     shutil.copytree(out / "solver_random", hostile)
     results = json.loads((hostile / "results.json").read_text())
@@ -38,6 +50,37 @@ def results_dir(small_dataset, tmp_path_factory) -> Path:
     return out
 
 
+def _variant(src: Path, root: Path, name: str, edit: Callable[[dict], None]) -> Path:
+    """A copy of a model folder under root/name with its results.json edited."""
+    dst = root / name
+    shutil.copytree(src, dst)
+    results = json.loads((dst / "results.json").read_text())
+    edit(results)
+    (dst / "results.json").write_text(json.dumps(results))
+    return dst
+
+
+def _results(folder: Path) -> dict:
+    return json.loads((folder / "results.json").read_text())
+
+
+def _sections(md: str) -> dict[str, str]:
+    """Markdown report -> {dataset heading: its text}."""
+    return {part.split("\n", 1)[0]: part for part in md.split("\n## ")[1:]}
+
+
+def _table(text: str, title_start: str) -> list[dict[str, str]]:
+    """The rows of the markdown table under the first `### title...` heading."""
+    block = text.split(f"### {title_start}", 1)[1].split("\n### ", 1)[0]
+    lines = [line for line in block.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split(" | ")]
+    return [dict(zip(header, (c.strip() for c in line.strip("|").split(" | ")))) for line in lines[2:]]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
 def test_markdown_has_the_np_bench_layout(results_dir):
     text = render_markdown(collect([results_dir]))
     header = next(line for line in text.splitlines() if line.startswith("| model | modality | planning SR"))
@@ -47,22 +90,327 @@ def test_markdown_has_the_np_bench_layout(results_dir):
     heuristic = next(line for line in text.splitlines() if line.startswith("| solver:heuristic | text |"))
     assert heuristic.count("100.0") == 12  # SR and QR of 5 categories and overall
     assert "pass@3" in text and "distinct@3" in text and "pass@3(opt)" in text
+    manifest_hash = json.loads((Path(_results(results_dir / "solver_heuristic")["dataset"]["path"])
+                                / "manifest.json").read_text())["benchmark_hash"]
+    (head,) = _sections(text)  # one dataset, its hash shown
+    assert head.startswith(f"dataset benchmark hash {manifest_hash}")
 
 
 def test_csv_matches_results_json(results_dir):
     rows = list(csv.DictReader(io.StringIO(render_csv(collect([results_dir / "solver_random"])))))
-    results = json.loads((results_dir / "solver_random" / "results.json").read_text())
+    results = _results(results_dir / "solver_random")
     overall = next(r for r in rows if r["scope"] == "overall" and r["modality"] == "image")
     assert float(overall["QR"]) == pytest.approx(100 * results["metrics"]["image"]["overall"]["qr"], abs=0.05)
     tasks = {r["name"] for r in rows if r["scope"] == "task"}
     assert tasks == set(results["metrics"]["text"]["tasks"])
+    references = results["dataset"].get("references_hash")  # recorded by newer runs: part of the key
+    assert {r["dataset"] for r in rows} == {results["dataset"]["benchmark_hash"]
+                                            + (f"/references:{references}" if references else "")}
 
 
-def test_html_escapes_names_and_responses(results_dir):
-    page = render_html(collect([results_dir]), browser_samples=1)
+def test_runs_on_different_datasets_are_ranked_apart_unless_mixed(results_dir, tmp_path):
+    def other_data(r):
+        r["dataset"]["benchmark_hash"] = OTHER_HASH
+
+    other = _variant(results_dir / "solver_random", tmp_path, "other", other_data)
+    paths = [results_dir / "solver_heuristic", other]
+    md = leaderboard_command_impl(paths)
+    sections = _sections(md)
+    assert len(sections) == 2
+    benchmark = _results(results_dir / "solver_heuristic")["dataset"]["benchmark_hash"]
+    ours, theirs = (next(text for head, text in sections.items() if h in head) for h in (benchmark, OTHER_HASH))
+    assert {r["model"] for r in _table(ours, "Leaderboard")} == {"solver:heuristic"}
+    assert {r["model"] for r in _table(theirs, "Leaderboard")} == {"solver:random"}
+
+    mixed = leaderboard_command_impl(paths, mix_datasets=True)
+    (head, text), = _sections(mixed).items()
+    assert head.startswith("MIXED datasets")
+    rows = _table(text, "Leaderboard")
+    assert {(r["model"], r["dataset"][:12]) for r in rows} == {("solver:heuristic", benchmark[:12]),
+                                                               ("solver:random", OTHER_HASH[:12])}
+    assert [r["model"] for r in rows][0] == "solver:heuristic"  # one ranking, best Overall QR first
+
+
+def test_runs_with_other_references_are_ranked_apart(results_dir, tmp_path):
+    """Same instances, different reference solutions (QR's denominator): not one ranking."""
+    def references(digest):
+        return lambda r: r["dataset"].update(references_hash=digest)
+
+    ours = _variant(results_dir / "solver_heuristic", tmp_path, "ours", references("a" * 64))
+    theirs = _variant(results_dir / "solver_random", tmp_path, "theirs", references("b" * 64))
+    sections = _sections(leaderboard_command_impl([ours, theirs]))
+    assert len(sections) == 2
+    for digest, model in (("a" * 64, "solver:heuristic"), ("b" * 64, "solver:random")):
+        head = next(h for h in sections if h.endswith(f"references hash {digest}"))
+        assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {model}
+
+
+def test_modified_data_is_marked_with_its_own_content_hash(results_dir, tmp_path):
+    content = "c" * 64
+
+    def modified(r):
+        r["dataset"].update(modified=True, content_hash=content)
+
+    edited = _variant(results_dir / "solver_heuristic", tmp_path, "edited", modified)
+    md = leaderboard_command_impl([results_dir / "solver_random", edited])
+    sections = _sections(md)
+    head = next(h for h in sections if "MODIFIED" in h)
+    benchmark = _results(results_dir / "solver_random")["dataset"]["benchmark_hash"]
+    assert f"content hash {content}" in head and f"edited from benchmark hash {benchmark}" in head
+    assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {"solver:heuristic"}
+    plain = next(text for h, text in sections.items() if h != head)
+    assert {r["model"] for r in _table(plain, "Leaderboard")} == {"solver:random"}  # never under the canonical hash
+    page = leaderboard_command_impl([edited], format="csv")
+    assert {r["dataset"] for r in csv.DictReader(io.StringIO(page))} == {f"modified:{content}"}
+
+
+def test_incomplete_runs_are_left_out_with_a_line_or_marked(results_dir, tmp_path, capsys):
+    def failed(r):
+        r.update(complete=False, failed_samples=37, timestamp="2026-11-30T12:00:00Z")
+
+    def legacy_failed(r):  # an older results.json: complete true, failures only in usage
+        r.pop("failed_samples", None)
+        r["complete"] = True
+        r.setdefault("usage", {})["failed_calls"] = 5
+
+    root = tmp_path / "runs"
+    _variant(results_dir / "solver_random", root, "broken", failed)
+    _variant(results_dir / "solver_random", root, "legacy", legacy_failed)
+    shutil.copytree(results_dir / "solver_heuristic", root / "solver_heuristic")
+
+    md = leaderboard_command_impl([root])
+    assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:heuristic"}
+    assert f"left out solver:random ({root / 'broken'}): incomplete: 37 failed samples" in md
+    assert f"left out solver:random ({root / 'legacy'}): incomplete: 5 failed samples" in md
+    assert "--include-incomplete" in md
+
+    leaderboard_command_impl([root], format="csv")
+    err = capsys.readouterr().err
+    assert err.count("not shown:") == 2 and "incomplete: 37 failed samples" in err
+
+    md = leaderboard_command_impl([root], include_incomplete=True)
+    models = {r["model"] for r in _table(md, "Leaderboard")}
+    assert f"solver:random ({root / 'broken'}) (incomplete: 37 failed samples)" in models
+    assert f"solver:random ({root / 'legacy'}) (incomplete: 5 failed samples)" in models
+    assert "solver:heuristic" in models and "left out" not in md
+    runs = {r["folder"]: r for r in _table(md, "Runs")}
+    assert runs[str(root / "broken")]["complete"] == "incomplete: 37 failed samples"
+    assert runs[str(root / "broken")]["timestamp"] == "2026-11-30T12:00:00Z"
+    assert runs[str(root / "solver_heuristic")]["complete"] == "yes"
+
+
+def test_missing_and_unreadable_results_are_named(results_dir, tmp_path, capsys):
+    root = tmp_path / "runs"
+    shutil.copytree(results_dir / "solver_heuristic", root / "solver_heuristic")
+    unfinished = root / "unfinished"
+    unfinished.mkdir()
+    (unfinished / "samples.jsonl").write_text("")
+    truncated = root / "truncated"
+    truncated.mkdir()
+    (truncated / "results.json").write_text('{"model": "x",\n "metrics": {')
+    wrong = _variant(results_dir / "solver_random", root, "wrong", lambda r: r["metrics"]["text"]["tasks"]["tsp"]
+                     .update(qr="high"))
+    nan = _variant(results_dir / "solver_random", root, "nan", lambda r: r["metrics"]["image"]["overall"]
+                   .update(sr=float("nan")))
+    (root / "notes").mkdir()
+
+    md = leaderboard_command_impl([root], format="md")
+    expected = [f"{unfinished}: no results.json (the run never finished",
+                f"{truncated / 'results.json'}: line 2 column 14: not valid JSON",
+                f"{wrong / 'results.json'}: metrics.text.tasks.tsp.qr is 'high', not a number",
+                f"{nan / 'results.json'}: metrics.image.overall.sr is 'nan', not a number",
+                f"{root / 'notes'}: no results.json (not a model folder"]
+    for line in expected:
+        assert line in md
+    assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:heuristic"}
+
+    leaderboard_command_impl([root], format="html", out=tmp_path / "board.html")
+    err = capsys.readouterr().err
+    assert all(line in err for line in expected) and err.count("not shown:") == len(expected)
+    assert "error" not in err
+
+    with pytest.raises(DataError, match="no readable results.json: .*line 2 column 14"):
+        leaderboard_command_impl([truncated])
+
+
+def test_older_results_are_read_and_marked(results_dir, tmp_path):
+    def old(r):
+        for key in ("complete", "failed_samples", "image_probe", "timestamp"):
+            r.pop(key, None)
+        r["dataset"] = {"path": r["dataset"]["path"], "benchmark_hash": r["dataset"]["benchmark_hash"]}
+        for block in r["metrics"].values():
+            for group in [block["overall"], *block["tasks"].values()]:
+                for key in ("sr_se", "qr_se", "sr_at_1_se", "qr_at_1_se"):
+                    group.pop(key, None)
+
+    def no_dataset(r):
+        old(r)
+        r.pop("dataset")
+
+    older = _variant(results_dir / "solver_random", tmp_path, "older", old)
+    older_heuristic = _variant(results_dir / "solver_heuristic", tmp_path, "older_heuristic", old)
+    anonymous = _variant(results_dir / "solver_random", tmp_path, "anonymous", no_dataset)
+    md = leaderboard_command_impl([older_heuristic, older, anonymous], stderr=True)
+    sections = _sections(md)
+    benchmark = _results(older)["dataset"]["benchmark_hash"]
+    known = sections[f"dataset benchmark hash {benchmark}"]
+    assert {r["model"] for r in _table(known, "Leaderboard")} == {"solver:heuristic", "solver:random"}
+    assert "Note: written by an older mmnp that did not record whether the data was checked" in known
+    unknown = sections["unknown dataset (its results.json records no benchmark hash)"]
+    assert {r["model"] for r in _table(unknown, "Leaderboard")} == {"solver:random"}
+    task_row = next(r for r in _table(known, "By task") if r["model"] == "solver:random" and r["task"] == "tsp")
+    assert task_row["QR"].endswith(" ± n/a")  # no standard error recorded: none invented
+
+
+def test_standard_errors_in_markdown_and_csv(results_dir):
+    results = _results(results_dir / "solver_random")
+    overall = results["metrics"]["text"]["overall"]
+    tsp = results["metrics"]["text"]["tasks"]["tsp"]
+    assert tsp["qr_se"] > 0
+    md = leaderboard_command_impl([results_dir / "solver_random"], stderr=True)
+    row = next(r for r in _table(md, "Leaderboard") if r["modality"] == "text")
+    assert row["Overall QR"] == f"{_pct(overall['qr'])} ± {_pct(overall['qr_se'])}"
+    task = next(r for r in _table(md, "By task") if r["modality"] == "text" and r["task"] == "tsp")
+    assert task["QR"] == f"{_pct(tsp['qr'])} ± {_pct(tsp['qr_se'])}" and task["SR@1"].count("±") == 1
+    plain = leaderboard_command_impl([results_dir / "solver_random"])
+    assert "±" not in plain
+
+    rows = csv.DictReader(io.StringIO(leaderboard_command_impl([results_dir / "solver_random"], format="csv",
+                                                               stderr=True)))
+    tsp_row = next(r for r in rows if r["scope"] == "task" and r["name"] == "tsp" and r["modality"] == "text")
+    assert tsp_row["QR"] == _pct(tsp["qr"]) and tsp_row["QR ±"] == _pct(tsp["qr_se"])
+
+
+def _ladder(r: dict) -> None:
+    """Rename the run's difficulties to ladder levels (easy -> L2, medium -> L10) and add an L1
+    cell per task, as a level-ladder run would have them."""
+    for block in (r["metrics"]["text"], r["metrics"]["image"]):
+        cells = {}
+        for key, cell in block["task_difficulty"].items():
+            task, level = key.rsplit("/", 1)
+            cells[f"{task}/L1"] = {**cell, "sr": 1.0}
+            renamed = {"easy": "L2", "medium": "L10"}[level]
+            cells[f"{task}/{renamed}"] = cell
+        block["task_difficulty"] = dict(sorted(cells.items()))  # L1, L10, L2: the order is the leaderboard's job
+        block["task_difficulty"]["tsp/L2"]["sr"] = 0.3
+        block["task_difficulty"]["tsp/L10"]["sr"] = 0.1
+        block["task_difficulty"]["knapsack/L2"]["sr"] = 0.9
+        block["task_difficulty"]["knapsack/L10"]["sr"] = 0.6
+        block["difficulties"] = {"L2": block["difficulties"]["easy"], "L10": block["difficulties"]["medium"]}
+
+
+def test_levels_per_task_with_the_level_where_a_model_breaks(results_dir, tmp_path):
+    ladder = _variant(results_dir / "solver_random", tmp_path, "ladder", _ladder)
+    md = leaderboard_command_impl([ladder], stderr=True)
+    rows = _table(md, "By level")
+    header = list(rows[0])
+    assert header.index("L1 SR") < header.index("L2 SR") < header.index("L10 SR") < header.index("breaks at")
+    by = {(r["task"], r["modality"]): r for r in rows}
+    assert by["tsp", "text"]["breaks at"] == "L2"  # 100 % at L1, 30 % at L2
+    assert by["knapsack", "image"]["breaks at"] == "beyond L10"  # never below 50 %
+    cell = _results(ladder)["metrics"]["text"]["task_difficulty"]["tsp/L10"]
+    assert by["tsp", "text"]["L10 QR"] == f"{_pct(cell['qr'])} ± {_pct(cell['qr_se'])}"
+    assert {t for t, _ in by} == set(_results(ladder)["metrics"]["text"]["tasks"])
+
+    page = leaderboard_command_impl([ladder], format="html", out=tmp_path / "ladder.html") or (
+        tmp_path / "ladder.html").read_text()
+    for task in _results(ladder)["metrics"]["text"]["tasks"]:
+        assert f"<figcaption>{task} by level</figcaption>" in page
+    tsp = page.split("<figcaption>tsp by level</figcaption>", 1)[1].split("</figure>", 1)[0]
+    assert tsp.index(">L1<") < tsp.index(">L2<") < tsp.index(">L10<")  # level axis in ladder order
+
+
+def test_perception_probe_beside_text_and_image(results_dir, tmp_path):
+    def probe(r):
+        r["metrics"]["probe"] = {"overall": {"recognition_accuracy": 0.75, "field_f1": 0.9, "instances": 40},
+                                 "tasks": {"tsp": {"recognition_accuracy": 0.5, "field_f1": 0.8, "instances": 4}}}
+
+    probed = _variant(results_dir / "solver_random", tmp_path, "probed", probe)
+    results = _results(probed)["metrics"]
+    md = leaderboard_command_impl([probed, results_dir / "solver_heuristic"])
+    rows = {r["task"]: r for r in _table(md, "Perception and reasoning")}
+    assert set(rows) == {"overall", *results["text"]["tasks"]}
+    overall = rows["overall"]
+    assert overall["model"] == "solver:random" and overall["recognition"] == "75.0" and overall["field F1"] == "90.0"
+    assert overall["text SR"] == _pct(results["text"]["overall"]["sr"])
+    assert overall["image QR"] == _pct(results["image"]["overall"]["qr"])
+    assert rows["tsp"]["recognition"] == "50.0" and rows["tsp"]["probe instances"] == "4"
+    assert rows["knapsack"]["recognition"] == ""  # the probe has no knapsack figure: none shown
+    assert {r["modality"] for r in _table(md, "Leaderboard")} == {"text", "image"}  # the probe is no modality
+    csv_rows = list(csv.DictReader(io.StringIO(leaderboard_command_impl([probed], format="csv"))))
+    assert {(r["name"], r["recognition"]) for r in csv_rows if r["scope"] == "probe"} == {("overall", "75.0"),
+                                                                                           ("tsp", "50.0")}
+
+
+def test_image_rows_are_marked_when_delivery_was_not_shown(results_dir, tmp_path):
+    def skipped(r):
+        r["image_probe"] = {"status": "skipped", "detail": "--skip-image-probe given"}
+
+    run = _variant(results_dir / "solver_random", tmp_path, "unprobed", skipped)
+    rows = _table(leaderboard_command_impl([run]), "Leaderboard")
+    assert {r["modality"]: r["model"] for r in rows} == {
+        "text": "solver:random", "image": "solver:random (image delivery skipped: --skip-image-probe given)"}
+
+
+def test_command_errors_say_where_and_what_to_do(results_dir, tmp_path):
+    with pytest.raises(UsageError, match="is a folder; give a file path such as .*leaderboard.html"):
+        leaderboard_command_impl([results_dir], format="html", out=tmp_path)
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(UsageError, match="is a file, not a folder"):
+        leaderboard_command_impl([results_dir], out=tmp_path / "file" / "board.md")
+    with pytest.raises(UsageError, match="would overwrite an mmnp file"):
+        leaderboard_command_impl([results_dir], out=results_dir / "solver_random" / "results.json")
+    with pytest.raises(RunError, match="cannot write --out /proc/board.md: .*choose a writable path"):
+        leaderboard_command_impl([results_dir], out=Path("/proc/board.md"))
+    with pytest.raises(UsageError, match="--format html needs --out"):
+        leaderboard_command_impl([results_dir], format="html")
+    with pytest.raises(UsageError, match="--format 'pdf': choose md, csv or html"):
+        leaderboard_command_impl([results_dir], format="pdf")
+    with pytest.raises(UsageError, match="--modality 'video': no run has it; the runs have image, text"):
+        leaderboard_command_impl([results_dir], modality="video")
+    with pytest.raises(UsageError, match="does not exist"):
+        leaderboard_command_impl([tmp_path / "nothing"])
+    with pytest.raises(UsageError, match="samples.jsonl is a file; give a model folder"):
+        leaderboard_command_impl([results_dir / "solver_random" / "samples.jsonl"])
+    with pytest.raises(UsageError, match="given twice"):
+        leaderboard_command_impl([results_dir, results_dir / "solver_random"])
+    assert (tmp_path / "file").read_text() == "mine"
+
+
+def test_html_escapes_names_and_responses(results_dir, tmp_path):
+    def hostile_level(r):
+        cells = r["metrics"]["text"]["task_difficulty"]
+        cells["tsp/<b>$\\frac$</b>"] = cells.pop("tsp/medium")
+
+    _variant(results_dir / "solver_random", tmp_path, "hostile_level", hostile_level)
+    page = render_html(collect([results_dir, tmp_path]), browser_samples=1)
+    assert "<b>$\\frac$</b>" not in page and "&lt;b&gt;$\\frac$&lt;/b&gt;" in page  # a level name, as text
     assert HOSTILE_MODEL not in page and "<script>document.title" not in page
     assert "&lt;script&gt;document.title=&quot;pwned&quot;&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=" in page  # the name is shown, as text, in tables and plot legends
     assert page.count("<script>") == 1  # only the report's own sorting script
+
+
+def test_sample_browser_survives_damaged_samples(results_dir, tmp_path):
+    odd, damaged = tmp_path / "odd", tmp_path / "damaged"
+    for run in (odd, damaged):
+        shutil.copytree(results_dir / "solver_random", run)
+    lines = (odd / "samples.jsonl").read_text().splitlines()
+    first, second = json.loads(lines[0]), json.loads(lines[1])
+    first["response"] = 12345  # a server's content stored as a number
+    second["response"] = ["<b>list</b>"]
+    second["ratio"] = None
+    lines[:2] = [json.dumps(first), json.dumps(second)]
+    (odd / "samples.jsonl").write_text("\n".join(lines) + '\n{"key": "torn')
+    lines = (damaged / "samples.jsonl").read_text().splitlines()
+    lines.insert(5, "{not json")
+    (damaged / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "board.html"
+    leaderboard_command_impl([odd, damaged], format="html", out=out, browser_samples=40)
+    page = out.read_text()
+    assert "<pre>12345</pre>" in page and "&lt;b&gt;list&lt;/b&gt;" in page
+    damage = page.split(f"<li>{damaged / 'samples.jsonl'}", 1)[1].split("</li>", 1)[0]  # named under "Not shown"
+    assert "line 6" in damage and "not a JSON record" in damage
 
 
 def _chromium() -> str:
@@ -93,13 +441,24 @@ def test_console_error_detection_works(tmp_path):
 
 def test_html_report_in_headless_chromium(results_dir, tmp_path):
     report = tmp_path / "report.html"
-    page = render_html(collect([results_dir]), browser_samples=1)
-    report.write_text(page)
+    def ladder_model(r):
+        _ladder(r)
+        r["model"] = "ladder-model"
+
+    ladder = _variant(results_dir / "solver_heuristic", tmp_path, "ladder", ladder_model)
+    leaderboard_command_impl([results_dir, ladder], format="html", out=report, browser_samples=1, stderr=True)
+    page = report.read_text()
     dom, errors = _load(report, tmp_path)
     assert errors == []
     assert '<table class="sortable" id="leaderboard">' in dom
     assert dom.count("<tr>") > 10 and "solver:heuristic" in dom
     assert "<title>MM-NP-Bench leaderboard</title>" in dom  # no injected script changed it
+    # error bars: drawn as elements of the inline plots, in the category bars and the level lines
+    plots = dom.split('id="plots"', 1)[1].split("</div>", 1)[0]
+    assert len(re.findall(r'<g id="errorbar-\d+"', plots)) >= 4
+    level_plot = dom.split("<figcaption>tsp by level</figcaption>", 1)[1].split("</figure>", 1)[0]
+    bar = re.search(r'<g id="errorbar-\d+">(.*?)</g>', level_plot, re.S)
+    assert bar and "<path" in bar.group(1)
     # sorting: click "Overall QR" twice (descending) and read the top row's model
     probe = page.replace("</body>", "<script>var th=[...document.querySelectorAll('#leaderboard th')]"
                          ".find(h=>h.textContent==='Overall QR');th.click();th.click();"
@@ -112,11 +471,6 @@ def test_html_report_in_headless_chromium(results_dir, tmp_path):
 
 
 def test_cli_leaderboard(results_dir, tmp_path):
-    from typer.testing import CliRunner
-
-    from mmnp.cli import app
-
-    runner = CliRunner()
     out = tmp_path / "board.html"
     result = runner.invoke(app, ["leaderboard", str(results_dir), "--format", "html", "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -124,4 +478,23 @@ def test_cli_leaderboard(results_dir, tmp_path):
     result = runner.invoke(app, ["leaderboard", str(results_dir / "solver_heuristic"), "--modality", "text"])
     assert result.exit_code == 0 and "| solver:heuristic | text |" in result.stdout and "| image |" not in result.stdout
     result = runner.invoke(app, ["leaderboard", str(tmp_path / "nothing")])
-    assert result.exit_code == 2 and "holds no results.json" in result.output
+    assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def _cli_has(option: str) -> bool:
+    import typer.main
+
+    command = typer.main.get_command(app).commands["leaderboard"]
+    return any(option in p.opts for p in command.params)
+
+
+@pytest.mark.skipif(not _cli_has("--mix-datasets"), reason="`mmnp leaderboard` does not yet take the new options")
+def test_cli_leaderboard_options(results_dir, tmp_path):
+    other = _variant(results_dir / "solver_random", tmp_path, "other",
+                     lambda r: r["dataset"].update(benchmark_hash=OTHER_HASH))
+    result = runner.invoke(app, ["leaderboard", str(results_dir / "solver_heuristic"), str(other), "--mix-datasets",
+                                 "--stderr", "--include-incomplete"])
+    assert result.exit_code == 0, result.output
+    assert "MIXED datasets" in result.stdout and " ± " in result.stdout
+    result = runner.invoke(app, ["leaderboard", str(results_dir), "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "is a folder" in result.output and "Traceback" not in result.output
