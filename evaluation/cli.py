@@ -149,25 +149,15 @@ def leaderboard(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="File to write (default: print md/csv)."),
     modality: Optional[str] = typer.Option(None, help="Only this modality (default: every one present)."),
     browser_samples: int = typer.Option(2, help="html: samples per task and model in the sample browser."),
+    mix_datasets: bool = typer.Option(False, "--mix-datasets", help="Rank runs on different datasets together."),
+    include_incomplete: bool = typer.Option(False, "--include-incomplete",
+                                            help="Rank incomplete runs too (marked so)."),
+    stderr: bool = typer.Option(False, "--stderr", help="Show standard errors (md/csv: 52.3 ± 4.1)."),
 ) -> None:
-    """The NP-Bench leaderboard (category SR/QR, Overall) plus pass@k and diversity."""
-    from mmnp.evaluation.leaderboard import collect, render_csv, render_html, render_markdown
+    """The NP-Bench leaderboard (category SR/QR, Overall) plus pass@k and diversity, one table per dataset."""
+    from mmnp.evaluation.leaderboard import leaderboard_command_impl
 
-    runs = collect(paths)
-    if format == "md":
-        text = render_markdown(runs, modality)
-    elif format == "csv":
-        text = render_csv(runs, modality)
-    elif format == "html":
-        if out is None:
-            raise ValueError("--format html needs --out FILE.html")
-        text = render_html(runs, modality, browser_samples=browser_samples)
-    else:
-        raise ValueError(f"--format {format!r}: choose md, csv or html")
-    if out is None:
+    text = leaderboard_command_impl(paths, format, out, modality, browser_samples, mix_datasets, include_incomplete,
+                                    stderr)
+    if text is not None:
         out_console.print(text, markup=False, highlight=False, soft_wrap=True)
-    else:
-        from mmnp.dataset import atomic_write
-
-        atomic_write(out, text)
-        console.print(f"[green]wrote[/] {out}")

@@ -765,24 +765,16 @@ def instance_of(run: Run, instance_id: str) -> Instance | None:
 
 
 def read_samples(path: Path) -> tuple[list[dict], str | None]:
-    """The latest record per key of a samples.jsonl (read only: a torn last line is ignored),
-    and a line naming the first damaged line, if any."""
-    records, problem = {}, None
+    """The latest record per key of a samples.jsonl (`mmnp.records` owns the format), or none
+    and a line naming the damage, so one damaged run does not take the report down."""
+    from mmnp import records
+
     try:
-        lines = path.read_bytes().split(b"\n")[:-1]  # what follows the last newline is empty or cut by a kill
+        return records.read_samples(path), None
+    except DataError as e:
+        return [], f"{e}; the sample browser skips this run"
     except OSError as e:
         return [], f"{path}: cannot be read ({e.strerror or e})"
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            problem = problem or f"{path}: line {number} is not a JSON record; the sample browser skips it"
-            continue
-        if isinstance(record, dict) and isinstance(record.get("key"), str):
-            records[record["key"]] = record
-    return list(records.values()), problem
 
 
 def _text(value) -> str:
