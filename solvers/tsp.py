@@ -7,6 +7,7 @@ import numpy as np
 from mmnp.solvers import cpsat
 
 STARTS = 4  # nearest-neighbour starts tried by the heuristic
+LARGE = 100  # cities beyond which one start is tried
 
 
 def distances(data: dict) -> np.ndarray:
@@ -18,7 +19,8 @@ def heuristic(data: dict) -> list[int]:
     d = distances(data)
     n = len(d)
     best, best_len = None, None
-    for start in sorted({(k * n) // STARTS for k in range(STARTS)}):
+    starts = STARTS if n <= LARGE else 1  # each start costs O(n^2) per move: one start on large instances
+    for start in sorted({(k * n) // starts for k in range(starts)}):
         tour = _local_search(d, _nearest_neighbour(d, start))
         length = int(d[tour, np.roll(tour, -1)].sum())
         if best_len is None or length < best_len:
