@@ -7,7 +7,8 @@ import numpy as np
 from mmnp.solvers import cpsat
 
 STARTS = 4  # nearest-neighbour starts tried by the heuristic
-LARGE = 100  # cities beyond which one start is tried
+LARGE = 100  # cities beyond which one start is tried and no kicks
+KICKS = 60  # double-bridge kicks of the iterated local search
 
 
 def distances(data: dict) -> np.ndarray:
@@ -16,17 +17,35 @@ def distances(data: dict) -> np.ndarray:
 
 
 def heuristic(data: dict) -> list[int]:
+    """Nearest neighbour from a few starts, each improved by 2-opt/Or-opt; then iterated local
+    search (double-bridge kicks of the best tour, kept when shorter), a fixed number of kicks."""
     d = distances(data)
     n = len(d)
     best, best_len = None, None
     starts = STARTS if n <= LARGE else 1  # each start costs O(n^2) per move: one start on large instances
     for start in sorted({(k * n) // starts for k in range(starts)}):
         tour = _local_search(d, _nearest_neighbour(d, start))
-        length = int(d[tour, np.roll(tour, -1)].sum())
+        length = _length(d, tour)
         if best_len is None or length < best_len:
+            best, best_len = tour, length
+    rng = np.random.default_rng(0)
+    for _ in range(KICKS if 8 <= n <= LARGE else 0):
+        tour = _local_search(d, _double_bridge(best, rng))
+        length = _length(d, tour)
+        if length < best_len:
             best, best_len = tour, length
     i = int(np.argmin(best))
     return [int(c) for c in np.roll(best, -i)]
+
+
+def _length(d: np.ndarray, tour: np.ndarray) -> int:
+    return int(d[tour, np.roll(tour, -1)].sum())
+
+
+def _double_bridge(tour: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The classic 4-opt kick: cut into A B C D, reconnect as A C B D (2-opt cannot undo it)."""
+    i, j, k = sorted(rng.choice(np.arange(1, len(tour)), size=3, replace=False))
+    return np.concatenate([tour[:i], tour[j:k], tour[i:j], tour[k:]])
 
 
 def _nearest_neighbour(d: np.ndarray, start: int) -> np.ndarray:
