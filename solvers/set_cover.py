@@ -95,7 +95,9 @@ def _weighted_search(a: np.ndarray, cover: np.ndarray, steps: int, rng: np.rando
         weight[count == 0] += 1
         if since > PATIENCE:
             break
-    return best if best.sum() <= chosen.sum() or (count == 0).any() else chosen
+    if not (count == 0).any() and chosen.sum() < best.sum():  # the last swap completed a smaller cover
+        best = chosen
+    return best
 
 
 def heuristic(data: dict) -> list[int]:
