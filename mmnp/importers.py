@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -25,6 +25,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from mmnp.core import Instance, content_hash
+from mmnp.dataset import MANIFEST, atomic_write, build_manifest, instance_id
 from mmnp.errors import DataError, UsageError
 from mmnp.registry import get_task
 from mmnp.task import DEFAULT_TIME_LIMIT
@@ -59,12 +60,11 @@ class ImportSpec:
     optimal: bool = True
     image_size: int = 768
     time_limit: float = DEFAULT_TIME_LIMIT
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"import": self.format, "files": list(self.files), "task": self.task, "complement": self.complement,
                 "images": self.images, "optimal": self.optimal, "image_size": self.image_size,
-                "time_limit": self.time_limit, **self.extra}
+                "time_limit": self.time_limit}
 
 
 # -- readers ------------------------------------------------------------------------------
@@ -272,8 +272,6 @@ def build_instance(item: Published, index: int, shard: str, optimal: bool = True
     if item.optimum is not None:
         reference["published"] = {"objective": item.optimum, "proven": item.proven, "source": item.source,
                                   "name": item.name}
-    from mmnp.dataset import instance_id
-
     return Instance(id=instance_id(item.task, shard, index), task=item.task, difficulty=shard, seed=index,
                     params={"name": item.name, "file": item.file}, data=data, hash=content_hash(item.task, data),
                     prompt=task.generator.prompt(data), image_prompt=task.generator.IMAGE_PROMPT,
@@ -282,8 +280,6 @@ def build_instance(item: Published, index: int, shard: str, optimal: bool = True
 
 def import_dataset(out: str | Path, items: list[Published], spec: ImportSpec, shard: str) -> dict:
     """Write `items` as a dataset in `out` (which must be new or empty); returns its manifest."""
-    from mmnp.dataset import MANIFEST, atomic_write, build_manifest
-
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--out {out} exists and is not an empty folder; choose a new one")
@@ -344,8 +340,8 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
 
 def import_command(
     fmt: Annotated[str, typer.Argument(help="tsplib | dimacs | orlib | classic (the shipped set)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="new dataset folder")],
     files: Annotated[Optional[list[Path]], typer.Argument(help="instance files (none for classic)")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="new dataset folder")] = Path("classic"),
     task: Annotated[Optional[str], typer.Option(help="task for DIMACS graphs: " + ", ".join(GRAPH_TASKS))] = None,
     complement: Annotated[bool, typer.Option(help="DIMACS: import the complement graph")] = False,
     optima: Annotated[Optional[Path], typer.Option(help='JSON {name: {"objective", "proven", "source"}}')] = None,
