@@ -10,7 +10,7 @@ from mmnp.solvers import cpsat
 
 STEPS = 4000  # swaps of the local search, fewer on large graphs
 WORK = 4_000_000  # edge visits the local search may make (bounds its time on large graphs)
-PATIENCE = 1500  # swaps without a smaller cover before the search stops
+PATIENCE = 1500  # swaps without a smaller cover before the search stops (at most 10 per vertex)
 
 
 def _neighbour_masks(data: dict) -> list[int]:
@@ -73,6 +73,7 @@ def local_search(n: int, edges: np.ndarray, cover: np.ndarray, steps: int) -> np
     cover = cover.copy()
     best = cover.copy()
     since = 0
+    patience = min(PATIENCE, 10 * n)
 
     def scores() -> tuple[np.ndarray, np.ndarray]:
         hits = cover[u].astype(np.int64) + cover[v]
@@ -93,7 +94,7 @@ def local_search(n: int, edges: np.ndarray, cover: np.ndarray, steps: int) -> np
             inside = np.flatnonzero(cover)
             flip(int(inside[np.argmax(score[inside])]), step)
             continue
-        if since > PATIENCE:
+        if since > patience:
             break
         inside = np.flatnonzero(cover)
         key = score[inside] * (steps + 1) - age[inside]  # highest score, then the oldest
