@@ -70,10 +70,8 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[list]]:
     planted = []
     for m in (int(i) for i in rng.permutation(n_meet)):
         length = meetings[m]["duration"] // SLOT
-        options = [(r, s) for r in range(n_rooms) if capacities[r] >= len(meetings[m]["attendees"])
-                   for s in range(slots - length + 1)
-                   if not busy_room[r, s:s + length].any()
-                   and not busy_person[meetings[m]["attendees"], s:s + length].any()]
+        options = _free_starts(busy_room, busy_person[meetings[m]["attendees"]].any(axis=0), length,
+                               [r for r in range(n_rooms) if capacities[r] >= len(meetings[m]["attendees"])])
         if options:
             r, s = options[int(rng.integers(len(options)))]
             busy_room[r, s:s + length] = True
@@ -90,6 +88,15 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[list]]:
         people.append({"name": NAMES[p], "available": _windows(available, day[0])})
     data = {"day": [params["day_start"], params["day_end"]], "people": people, "rooms": rooms, "meetings": meetings}
     return data, sorted(planted)
+
+
+def _free_starts(busy_room: np.ndarray, busy_people: np.ndarray, length: int, rooms: list[int]) -> list[tuple[int, int]]:
+    """Every (room, first slot) where the room and the people are free for `length` slots,
+    rooms in the given order and slots ascending (one windowed sum, not a slice per start)."""
+    busy = busy_room[rooms] | busy_people[None, :]
+    counts = np.concatenate([np.zeros((len(rooms), 1), dtype=np.int64), np.cumsum(busy, axis=1)], axis=1)
+    free = (counts[:, length:] - counts[:, :-length]) == 0
+    return [(rooms[i], int(s)) for i, s in zip(*np.nonzero(free))]
 
 
 def _windows(available: np.ndarray, day_start: int) -> list[list[str]]:

@@ -1,4 +1,5 @@
-"""Knapsack: exact dynamic programming over capacities (NP-Bench's reference); CP-SAT."""
+"""Knapsack: exact dynamic programming over capacities (NP-Bench's reference) where its
+table fits, else greedy by value per weight improved by swaps; CP-SAT exact."""
 
 from __future__ import annotations
 
@@ -7,8 +8,18 @@ import numpy as np
 from mmnp.solvers import cpsat
 
 
+DP_CELLS = 20_000_000  # the DP's n x (capacity + 1) choice table, one byte a cell
+
+
 def heuristic(data: dict) -> list[int]:
-    """Exact DP, vectorised over capacity: O(n * capacity) numpy steps."""
+    """The exact DP when its table fits in DP_CELLS, else `greedy` (bounded memory)."""
+    if len(data["weights"]) * (data["capacity"] + 1) > DP_CELLS:
+        return greedy(data)
+    return dp(data)
+
+
+def dp(data: dict) -> list[int]:
+    """Exact DP, vectorised over capacity: O(n * capacity) numpy steps and table cells."""
     weights, values, cap = data["weights"], data["values"], data["capacity"]
     best = np.zeros(cap + 1, dtype=np.int64)
     take = np.zeros((len(weights), cap + 1), dtype=bool)
@@ -25,6 +36,46 @@ def heuristic(data: dict) -> list[int]:
             chosen.append(i)
             c -= weights[i]
     return sorted(chosen)
+
+
+def greedy(data: dict) -> list[int]:
+    """Items by value per weight while they fit, then the best 1-for-1 swaps (each the
+    largest gain over all pairs, one vectorised pass) and additions, until none gains;
+    never worse than the single most valuable item that fits. O(n log n) plus passes."""
+    w = np.asarray(data["weights"], dtype=np.int64)
+    v = np.asarray(data["values"], dtype=np.int64)
+    cap = data["capacity"]
+    chosen = np.zeros(len(w), dtype=bool)
+    load = 0
+    for i in np.lexsort((np.arange(len(w)), -v / np.maximum(w, 1))):
+        if load + w[i] <= cap:
+            chosen[i] = True
+            load += int(w[i])
+    for _ in range(10 * len(w) + 10):
+        inside, outside = np.flatnonzero(chosen), np.flatnonzero(~chosen)
+        spare = cap - load
+        fits = outside[w[outside] <= spare]
+        if len(fits):  # room left for one more item
+            i = fits[np.argmax(v[fits])]
+            chosen[i] = True
+            load += int(w[i])
+            continue
+        if not len(inside) or not len(outside):
+            break
+        # swap a in for b out: gain v[a] - v[b], allowed when w[a] - w[b] <= spare
+        outside = outside[np.argsort(-v[outside], kind="stable")[:2000]]  # bounded pass
+        gain = v[outside][:, None] - v[inside][None, :]
+        gain[w[outside][:, None] - w[inside][None, :] > spare] = 0
+        k = int(np.argmax(gain))
+        if gain.flat[k] <= 0:
+            break
+        a, b = outside[k // len(inside)], inside[k % len(inside)]
+        chosen[a], chosen[b] = True, False
+        load += int(w[a] - w[b])
+    best = np.flatnonzero(w <= cap)
+    if len(best) and v[best].max() > v[chosen].sum():
+        return [int(best[np.argmax(v[best])])]
+    return [int(i) for i in np.flatnonzero(chosen)]
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:

@@ -8,41 +8,101 @@ import numpy as np
 from mmnp.solvers import cpsat
 from mmnp.generators.meetings import hhmm, minutes
 
-GRID = 15  # minutes between candidate start times
+GRID = 15  # minutes between the random baseline's start times
 ORDERS = 6
 
 
+def candidate_starts(data: dict) -> list[int]:
+    """Every start minute an optimal schedule needs: the day's opening and each availability
+    window's start, each plus any sum of meeting durations (within the day).
+
+    Shifting each meeting of a schedule as early as it can go (in start order) keeps it
+    feasible, and leaves every meeting starting at the day's opening, at the start of one of
+    its attendees' windows, or at the end of an earlier meeting; so an optimum exists with
+    all starts in this set, on any minute and not only on a grid."""
+    day0, day1 = (minutes(t) for t in data["day"])
+    shortest = min((m["duration"] for m in data["meetings"]), default=day1 - day0)
+    points = {day0} | {minutes(a) for p in data["people"] for a, _ in p["available"]}
+    points = {t for t in points if day0 <= t <= day1 - shortest}
+    frontier = sorted(points)
+    durations = sorted({m["duration"] for m in data["meetings"]})
+    while frontier:
+        fresh = {t + d for t in frontier for d in durations if t + d <= day1 - shortest} - points
+        points |= fresh
+        frontier = sorted(fresh)
+    return sorted(points)
+
+
 def _placements(data: dict) -> list[list[tuple[int, int, int]]]:
-    """Per meeting, every (room, start, end) that respects the day, availability and capacity."""
+    """Per meeting, every (room, start, end) that respects the day, availability and capacity,
+    over the start minutes of `candidate_starts`."""
     day0, day1 = (minutes(t) for t in data["day"])
     windows = [[(minutes(a), minutes(b)) for a, b in p["available"]] for p in data["people"]]
+    starts = candidate_starts(data)
     out = []
     for m in data["meetings"]:
         dur, people = m["duration"], m["attendees"]
-        starts = [s for s in range(day0, day1 - dur + 1, GRID)
-                  if all(any(a <= s and s + dur <= b for a, b in windows[p]) for p in people)]
+        ok = [s for s in starts if s + dur <= day1
+              and all(any(a <= s and s + dur <= b for a, b in windows[p]) for p in people)]
         rooms = [r for r, room in enumerate(data["rooms"]) if room["capacity"] >= len(people)]
         rooms.sort(key=lambda r: (data["rooms"][r]["capacity"], r))  # smallest adequate room first
-        out.append([(r, s, s + dur) for s in starts for r in rooms])
+        out.append([(r, s, s + dur) for s in ok for r in rooms])
     return out
 
 
-def _fits(m: int, place: tuple[int, int, int], plan: dict[int, tuple[int, int, int]], data: dict) -> bool:
-    r, s, e = place
-    people = set(data["meetings"][m]["attendees"])
-    for other, (r2, s2, e2) in plan.items():
-        if s < e2 and s2 < e and (r == r2 or people & set(data["meetings"][other]["attendees"])):
-            return False
-    return True
+class _Calendar:
+    """Who and which room is busy when: per room and per person, the booked intervals, so a
+    placement is checked against the few bookings it shares a resource with."""
+
+    def __init__(self, data: dict, plan: dict[int, tuple[int, int, int]] | None = None) -> None:
+        self.attendees = [m["attendees"] for m in data["meetings"]]
+        self.plan: dict[int, tuple[int, int, int]] = {}
+        self.room: dict[int, dict[int, tuple[int, int]]] = {}
+        self.person: dict[int, dict[int, tuple[int, int]]] = {}
+        for m, place in (plan or {}).items():
+            self.add(m, place)
+
+    def fits(self, m: int, place: tuple[int, int, int]) -> bool:
+        return not self.blockers(m, place, limit=1)
+
+    def blockers(self, m: int, place: tuple[int, int, int], limit: int) -> list[int]:
+        """The booked meetings (up to `limit`) that meeting m at `place` would clash with."""
+        r, s, e = place
+        found: list[int] = []
+        for other, (s2, e2) in self.room.get(r, {}).items():
+            if s < e2 and s2 < e:
+                found.append(other)
+                if len(found) >= limit:
+                    return found
+        for p in self.attendees[m]:
+            for other, (s2, e2) in self.person.get(p, {}).items():
+                if s < e2 and s2 < e and other not in found:
+                    found.append(other)
+                    if len(found) >= limit:
+                        return found
+        return found
+
+    def add(self, m: int, place: tuple[int, int, int]) -> None:
+        r, s, e = place
+        self.plan[m] = place
+        self.room.setdefault(r, {})[m] = (s, e)
+        for p in self.attendees[m]:
+            self.person.setdefault(p, {})[m] = (s, e)
+
+    def remove(self, m: int) -> None:
+        r, _, _ = self.plan.pop(m)
+        del self.room[r][m]
+        for p in self.attendees[m]:
+            del self.person[p][m]
 
 
 def _greedy(order: list[int], options: list, data: dict) -> dict[int, tuple[int, int, int]]:
-    plan: dict[int, tuple[int, int, int]] = {}
+    calendar = _Calendar(data)
     for m in order:
-        place = next((p for p in options[m] if _fits(m, p, plan, data)), None)
+        place = next((p for p in options[m] if calendar.fits(m, p)), None)
         if place is not None:
-            plan[m] = place
-    return plan
+            calendar.add(m, place)
+    return calendar.plan
 
 
 def _value(plan: dict, data: dict) -> int:
@@ -50,24 +110,34 @@ def _value(plan: dict, data: dict) -> int:
 
 
 def _exchange(plan: dict, options: list, data: dict) -> dict:
-    """Unschedule one meeting to place a larger unscheduled one, while that gains."""
+    """Unschedule one meeting to place a larger unscheduled one, while that gains: the
+    larger meeting takes its first placement blocked by nothing or by that one meeting only,
+    the smallest such meeting leaving first."""
     sizes = [len(m["attendees"]) for m in data["meetings"]]
+    calendar = _Calendar(data, plan)
     improved = True
     while improved:
         improved = False
-        for m in sorted(set(range(len(options))) - set(plan), key=lambda m: -sizes[m]):
-            for out in sorted(plan, key=lambda o: sizes[o]):
+        for m in sorted(set(range(len(options))) - set(calendar.plan), key=lambda m: -sizes[m]):
+            first: dict[int | None, int] = {}  # blocking meeting (None: nothing) -> first placement index
+            for i, place in enumerate(options[m]):
+                blockers = calendar.blockers(m, place, limit=2)
+                if len(blockers) < 2:
+                    first.setdefault(blockers[0] if blockers else None, i)
+                    if not blockers:
+                        break
+            for out in sorted(calendar.plan, key=lambda o: sizes[o]):
                 if sizes[out] >= sizes[m]:
                     break
-                trial = {k: v for k, v in plan.items() if k != out}
-                place = next((p for p in options[m] if _fits(m, p, trial, data)), None)
-                if place is not None:
-                    trial[m] = place
-                    plan, improved = trial, True
+                found = [i for i in (first.get(None), first.get(out)) if i is not None]
+                if found:
+                    calendar.remove(out)
+                    calendar.add(m, options[m][min(found)])
+                    improved = True
                     break
             if improved:
                 break
-    return plan
+    return dict(calendar.plan)
 
 
 def heuristic(data: dict) -> list[list]:

@@ -8,6 +8,7 @@ import numpy as np
 from mmnp.solvers import cpsat
 
 STARTS = 4
+LARGE = 100  # vertices beyond which one start is tried
 _NONE = np.iinfo(np.int64).min // 4  # gain of a pair that may not swap
 
 
@@ -52,15 +53,32 @@ def kernighan_lin(w: np.ndarray, side: np.ndarray) -> np.ndarray:
             side[a], side[b] = False, True
 
 
+def polish(w: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """KL passes and, with an odd vertex count, single moves from the larger half to the
+    smaller (the other balanced split), until neither lowers the cut: a 1-swap and 1-move
+    local optimum."""
+    side = side.copy()
+    while True:
+        side = kernighan_lin(w, side)
+        if len(w) % 2 == 0:
+            return side
+        big = side if side.sum() > (~side).sum() else ~side
+        gain = np.where(big, w[:, ~big].sum(1) - w[:, big].sum(1), _NONE)  # cut lost by moving v out of `big`
+        v = int(np.argmax(gain))
+        if gain[v] <= 0:
+            return side
+        side[v] = not side[v]
+
+
 def heuristic(data: dict) -> list[int]:
     w = _matrix(data)
     n = data["n"]
     rng = np.random.default_rng(0)
     best, best_cut = None, None
-    for _ in range(STARTS):
+    for _ in range(STARTS if n <= LARGE else 1):  # a KL pass is O(n^3): one start on large graphs
         side = np.zeros(n, dtype=bool)
         side[rng.permutation(n)[: n // 2]] = True
-        side = kernighan_lin(w, side)
+        side = polish(w, side)
         cut = _cut(w, side)
         if best_cut is None or cut < best_cut:
             best, best_cut = side, cut
@@ -85,7 +103,15 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     model.Minimize(sum(cut))
     cpsat.hint_subset(model, x, hint)
     solver, proven = cpsat.solve(model, time_limit)
-    return cpsat.selected(solver, x), proven
+    half = cpsat.selected(solver, x)
+    if proven:
+        return half, True
+    # CP-SAT stopped early: its split may still lose to a swap, so finish it by local search
+    side = np.zeros(n, dtype=bool)
+    side[half] = True
+    side = polish(_matrix(data), side)
+    half_with_0 = side if side[0] else ~side
+    return [int(v) for v in np.flatnonzero(half_with_0)], False
 
 
 def random(data: dict, rng: np.random.Generator) -> list[int]:

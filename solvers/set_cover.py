@@ -1,5 +1,5 @@
-"""Set cover: multi-start greedy (most new elements), redundancy removal and 2-for-1
-replacements (NP-Bench: greedy + redundancy removal); CP-SAT exact."""
+"""Set cover: greedy (most new elements), redundancy removal, then an iterated local search
+that drops a few subsets and repairs greedily (plateaus accepted); CP-SAT exact."""
 
 from __future__ import annotations
 
@@ -7,65 +7,119 @@ import numpy as np
 
 from mmnp.solvers import cpsat
 
-
-def _masks(data: dict) -> list[int]:
-    return [sum(1 << e for e in s) for s in data["subsets"]]
-
-
-def _prune(chosen: list[int], masks: list[int], full: int) -> list[int]:
-    """Drop subsets the others already cover, largest index first."""
-    for s in sorted(chosen, reverse=True):
-        rest = 0
-        for t in chosen:
-            if t != s:
-                rest |= masks[t]
-        if rest == full:
-            chosen = [t for t in chosen if t != s]
-    return chosen
+STEPS = 2500  # swaps per run of the local search, fewer on large instances
+RESTARTS = 3  # runs from the greedy cover, each with its own random stream
+PATIENCE = 1200  # swaps without a smaller cover before a run stops (at most 20 per subset)
+WORK = 1_000_000_000  # matrix cells the local search may touch (bounds its time on large instances)
 
 
-def _greedy(first: int, masks: list[int], full: int) -> list[int]:
-    chosen, covered = [first], masks[first]
-    while covered != full:
-        s = max(range(len(masks)), key=lambda i: ((masks[i] & ~covered).bit_count(), -i))
-        chosen.append(s)
-        covered |= masks[s]
-    return _prune(chosen, masks, full)
+def _matrix(data: dict) -> np.ndarray:
+    """Incidence matrix: a row per subset, a column per element 1..U."""
+    a = np.zeros((len(data["subsets"]), data["universe"]), dtype=np.int32)
+    for i, members in enumerate(data["subsets"]):
+        a[i, [e - 1 for e in members]] = 1
+    return a
 
 
-def _two_for_one(chosen: list[int], masks: list[int], full: int) -> list[int]:
-    """Replace two chosen subsets by one outside subset while that still covers."""
-    improved = True
-    while improved:
-        improved = False
-        for i, a in enumerate(chosen):
-            for b in chosen[i + 1 :]:
-                rest = 0
-                for t in chosen:
-                    if t not in (a, b):
-                        rest |= masks[t]
-                need = full & ~rest
-                swap = next((s for s in range(len(masks)) if s not in chosen and masks[s] & need == need), None)
-                if swap is not None:
-                    chosen = _prune([t for t in chosen if t not in (a, b)] + [swap], masks, full)
-                    improved = True
-                    break
-            if improved:
+def _repair(a: np.ndarray, chosen: np.ndarray, count: np.ndarray, rng: np.random.Generator | None) -> None:
+    """Add subsets covering the most uncovered elements until all are covered (ties: lowest
+    id, or at random with `rng`). Updates `chosen` and the per-element `count` in place."""
+    gain = a[:, count == 0].sum(1)
+    while gain.max() > 0:
+        best = np.flatnonzero(gain == gain.max())
+        s = int(best[0] if rng is None else rng.choice(best))
+        newly = (count == 0) & (a[s] > 0)
+        chosen[s] = True
+        count += a[s]
+        gain -= a[:, newly].sum(1)
+
+
+def _prune(a: np.ndarray, chosen: np.ndarray, count: np.ndarray, order: np.ndarray) -> None:
+    """Drop chosen subsets, in `order`, whose every element another chosen subset covers."""
+    for s in order:
+        if chosen[s] and np.all(count[a[s] > 0] >= 2):
+            chosen[s] = False
+            count -= a[s]
+
+
+def packing_bound(a: np.ndarray) -> int:
+    """A lower bound: elements no two of which share a subset each need their own subset
+    (packed greedily, rarest element first)."""
+    blocked = np.zeros(len(a), dtype=bool)
+    size = 0
+    for e in np.argsort(a.sum(0), kind="stable"):
+        holders = a[:, e] > 0
+        if not (holders & blocked).any():
+            blocked |= holders
+            size += 1
+    return size
+
+
+def _weighted_search(a: np.ndarray, cover: np.ndarray, steps: int, rng: np.random.Generator,
+                     bound: int) -> np.ndarray:
+    """Element-weighting local search (as in NuSC/NuMVC): after each cover is found, drop the
+    subset losing least; then repeatedly swap the chosen subset whose loss is lowest for the
+    outside subset that best covers a random uncovered element, and raise the weights of
+    the still-uncovered elements so the search leaves local minima. Returns the best cover."""
+    chosen = cover.copy()
+    best = cover.copy()
+    count = a[chosen].sum(0)
+    weight = np.ones(a.shape[1], dtype=np.int64)
+    banned = -1  # the subset just dropped may not come straight back
+    since = 0
+    patience = min(PATIENCE, 20 * len(a))
+    for _ in range(steps):
+        since += 1
+        if not (count == 0).any():
+            best, since = chosen.copy(), 0
+            if best.sum() <= bound:
                 break
-    return chosen
+            inside = np.flatnonzero(chosen)
+            s = inside[np.argmin(a[inside] @ (weight * (count == 1)))]
+            chosen[s] = False
+            count -= a[s]
+            continue
+        e = rng.choice(np.flatnonzero(count == 0))
+        options = np.flatnonzero((a[:, e] > 0) & ~chosen)
+        if len(options) > 1:
+            options = options[options != banned]
+        gain = a[options] @ (weight * (count == 0))
+        add = int(options[rng.choice(np.flatnonzero(gain == gain.max()))])
+        chosen[add] = True
+        count += a[add]
+        inside = np.flatnonzero(chosen)
+        inside = inside[inside != add]
+        loss = a[inside] @ (weight * (count == 1))
+        banned = int(inside[rng.choice(np.flatnonzero(loss == loss.min()))])
+        chosen[banned] = False
+        count -= a[banned]
+        weight[count == 0] += 1
+        if since > patience:
+            break
+    if not (count == 0).any() and chosen.sum() < best.sum():  # the last swap completed a smaller cover
+        best = chosen
+    return best
 
 
 def heuristic(data: dict) -> list[int]:
-    """Greedy started from each subset in turn (a cheap multi-start), each pruned and
-    improved by 2-for-1 replacements; the smallest cover wins."""
-    masks = _masks(data)
-    full = sum(1 << e for e in range(1, data["universe"] + 1))
-    best: list[int] | None = None
-    for first in range(len(masks)):
-        cover = _two_for_one(_greedy(first, masks, full), masks, full)
-        if best is None or len(cover) < len(best):
-            best = cover
-    return sorted(best)
+    """Greedy cover, pruned, then the weighted local search for a budget of steps that
+    shrinks with the instance (bounded time at any size)."""
+    a = _matrix(data)
+    m = len(a)
+    chosen = np.zeros(m, dtype=bool)
+    count = np.zeros(a.shape[1], dtype=np.int32)
+    _repair(a, chosen, count, None)
+    _prune(a, chosen, count, np.arange(m)[::-1])
+    steps = min(STEPS, WORK // max(1, 3 * a.size * RESTARTS))
+    bound = packing_bound(a)
+    best = chosen
+    for seed in range(RESTARTS):
+        if best.sum() <= bound:
+            break
+        found = _weighted_search(a, chosen, steps, np.random.default_rng(seed), bound)
+        if found.sum() < best.sum():
+            best = found
+    return [int(i) for i in np.flatnonzero(best)]
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:

@@ -1,5 +1,6 @@
 """Vertex cover: complement of an independent set grown greedily and improved by
-(1,2)-swaps (Andrade-Resende-Werneck); CP-SAT exact."""
+(1,2)-swaps (Andrade-Resende-Werneck), then NuMVC-style edge-weighting local search;
+CP-SAT exact."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import numpy as np
 
 from mmnp.generators.graphs import neighbour_masks
 from mmnp.solvers import cpsat
+
+STEPS = 4000  # swaps of the local search, fewer on large graphs
+WORK = 4_000_000  # edge visits the local search may make (bounds its time on large graphs)
+PATIENCE = 1500  # swaps without a smaller cover before the search stops (at most 10 per vertex)
 
 
 def independent_set(masks: list[int]) -> int:
@@ -39,8 +44,63 @@ def independent_set(masks: list[int]) -> int:
 
 
 def heuristic(data: dict) -> list[int]:
+    n = data["n"]
     chosen = independent_set(neighbour_masks(data))
-    return [v for v in range(data["n"]) if not chosen >> v & 1]
+    cover = np.array([not chosen >> v & 1 for v in range(n)], dtype=bool)
+    edges = np.asarray(data["edges"], dtype=np.int64).reshape(-1, 2)
+    if len(edges):
+        cover = local_search(n, edges, cover, min(STEPS, WORK // (len(edges) + n)))
+    return [int(v) for v in np.flatnonzero(cover)]
+
+
+def local_search(n: int, edges: np.ndarray, cover: np.ndarray, steps: int) -> np.ndarray:
+    """NuMVC (Cai et al. 2013), simplified: on each cover found, drop the vertex whose removal
+    uncovers the least edge weight; else swap the cover vertex with the best score out and an
+    endpoint of a random uncovered edge in (configuration checking: a vertex may re-enter only
+    after a neighbour changed), and add weight to the edges left uncovered."""
+    u, v = edges[:, 0], edges[:, 1]
+    rng = np.random.default_rng(0)
+    weight = np.ones(len(edges), dtype=np.int64)
+    changed = np.ones(n, dtype=bool)  # configuration checking
+    age = np.zeros(n, dtype=np.int64)
+    cover = cover.copy()
+    best = cover.copy()
+    since = 0
+    patience = min(PATIENCE, 10 * n)
+
+    def scores() -> tuple[np.ndarray, np.ndarray]:
+        hits = cover[u].astype(np.int64) + cover[v]
+        gain = np.bincount(u, weight * (hits == 0), n) + np.bincount(v, weight * (hits == 0), n)
+        loss = np.bincount(u, weight * ((hits == 1) & cover[u]), n) + np.bincount(v, weight * ((hits == 1) & cover[v]), n)
+        return gain - loss, hits
+
+    def flip(x: int, step: int) -> None:
+        cover[x] = not cover[x]
+        age[x] = step
+        changed[np.concatenate([v[u == x], u[v == x]])] = True
+
+    for step in range(1, steps + 1):
+        score, hits = scores()
+        since += 1
+        if (hits > 0).all():
+            best, since = cover.copy(), 0
+            inside = np.flatnonzero(cover)
+            flip(int(inside[np.argmax(score[inside])]), step)
+            continue
+        if since > patience:
+            break
+        inside = np.flatnonzero(cover)
+        key = score[inside] * (steps + 1) - age[inside]  # highest score, then the oldest
+        out = int(inside[np.argmax(key)])
+        flip(out, step)
+        changed[out] = False
+        a, b = edges[rng.choice(np.flatnonzero(hits == 0))]
+        score, hits = scores()
+        pick = [x for x in (int(a), int(b)) if changed[x]] or [int(a), int(b)]
+        flip(max(pick, key=lambda x: (score[x], -age[x])), step)
+        score, hits = scores()
+        weight[hits == 0] += 1
+    return best
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:

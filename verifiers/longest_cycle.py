@@ -24,7 +24,7 @@ def check(data: dict, cycle: list[int]) -> tuple[float | None, list[Violation]]:
     if len(cycle) < 3:
         violations.append(Violation("too_short", f"a cycle needs at least 3 vertices, got {len(cycle)}", tuple(cycle)))
     elif all(0 <= v < n for v in cycle):
-        edges = prepared(data["edges"], "pair codes", lambda es: {u * n + v for u, v in es})  # u < v
+        edges = prepared(data["edges"], "pair codes", lambda es: {min(u, v) * n + max(u, v) for u, v in es})
         missing = [(a, b) for a, b in zip(cycle, cycle[1:] + cycle[:1])
                    if (a * n + b if a < b else b * n + a) not in edges]
         if missing:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmnp.core import Violation, edge_str, id_check, violation
+from mmnp.core import Violation, edge_str, id_check, prepared, violation
 from mmnp.parsing import parse_int_list
 
 VIOLATION_KINDS = {
@@ -21,7 +21,7 @@ def check(data: dict, clique: list[int]) -> tuple[float | None, list[Violation]]
     taken, violations = id_check(clique, n, "vertex", "vertices", "listed")
     members = [v for v in range(n) if taken[v]]
     if len(members) > 1:
-        edges = {(u, v) for u, v in data["edges"]}
+        edges = prepared(data["edges"], "pairs", lambda es: {(min(u, v), max(u, v)) for u, v in es})
         apart = [(u, v) for i, u in enumerate(members) for v in members[i + 1 :] if (u, v) not in edges]
         if apart:
             violations.append(violation("not_adjacent", "chosen vertices not joined by an edge", apart, fmt=edge_str))

@@ -1,0 +1,54 @@
+"""The classic set (published instances with published optima) checks every reference solver:
+heuristics within 2% of the optimum, exact solvers reaching it, no claim beyond the truth."""
+
+from __future__ import annotations
+
+import pytest
+
+from mmnp.importers import Published, build_instance, classic_instances
+from mmnp.registry import get_task
+
+CLASSIC = classic_instances()
+GAP = 0.02
+
+
+def _id(item: Published) -> str:
+    return f"{item.task}:{item.name}"
+
+
+def _gap(task, objective: float, optimum: float) -> float:
+    """How much worse than the optimum, as a fraction of it (negative: better)."""
+    return (objective - optimum) / optimum if task.direction == "min" else (optimum - objective) / optimum
+
+
+def test_the_classic_set_covers_every_task_with_an_instance_file():
+    tasks = {item.task for item in CLASSIC}
+    assert tasks >= {"tsp", "graph_coloring", "vertex_cover", "knapsack", "longest_cycle", "max_clique",
+                     "set_cover", "min_bisection"}
+    assert all(item.optimum is not None and item.source for item in CLASSIC)
+
+
+@pytest.mark.parametrize("item", CLASSIC, ids=_id)
+def test_heuristic_is_within_two_percent_of_the_published_optimum(item: Published):
+    task = get_task(item.task)
+    solution = task.solver.heuristic(item.data)
+    objective, violations = task.verifier.check(item.data, solution)
+    assert not violations, violations[0].message
+    gap = _gap(task, objective, item.optimum)
+    if item.proven:
+        assert gap >= 0, f"the heuristic beat a proven optimum ({objective} vs {item.optimum}): bad data or verifier"
+    assert gap <= GAP, f"heuristic {objective} is {gap:.1%} off the optimum {item.optimum}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("item", CLASSIC, ids=_id)
+def test_exact_reference_reaches_the_published_optimum_and_claims_no_more(item: Published):
+    task = get_task(item.task)
+    inst = build_instance(item, 0, "classic", optimal=True, time_limit=5.0)
+    found = inst.reference["optimal"]
+    if item.proven:
+        assert found["objective"] == item.optimum
+        assert found["proven"]
+    elif found["proven"]:  # CP-SAT's own proof must agree with the best known value
+        assert _gap(task, found["objective"], item.optimum) <= 0
+    assert inst.reference["published"]["objective"] == item.optimum

@@ -1,0 +1,145 @@
+"""Reference solvers beyond the presets: starts on any minute, edges in either order,
+bounded-memory fallbacks, locally optimal bisections, large sizes under a memory limit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from mmnp.registry import get_task
+from mmnp.solvers import knapsack, subset_sum
+from mmnp.verifiers.meeting_scheduling import minutes
+
+
+def _meetings(available: list[list[str]], durations: list[int]) -> dict:
+    """Two people available in the same windows, one two-seat room, meetings of both."""
+    people = [{"name": name, "available": available} for name in ("Ana", "Ben")]
+    return {"day": ["09:00", "17:00"], "people": people, "rooms": [{"name": "Room 0", "capacity": 2}],
+            "meetings": [{"duration": d, "attendees": [0, 1]} for d in durations]}
+
+
+@pytest.mark.parametrize("solver", ["heuristic", "optimal"])
+def test_meetings_start_on_any_minute_not_only_a_grid(solver):
+    task = get_task("meeting_scheduling")
+    # only 09:10 works: a 15-minute grid finds nothing, and would call that optimal
+    single = _meetings([["09:10", "10:10"]], [60])
+    # back to back from 09:10: the second starts at 10:00 or 10:05, the first on no grid at all
+    chained = _meetings([["09:10", "11:00"]], [55, 50])
+    for data, value in ((single, 2), (chained, 4)):
+        if solver == "heuristic":
+            schedule = task.solver.heuristic(data)
+        else:
+            schedule, proven = task.solver.optimal(data, 5.0, [])
+            assert proven
+        objective, violations = task.verifier.check(data, schedule)
+        assert not violations and objective == value
+        assert minutes("09:10") in [minutes(s) for _, _, s in schedule]  # off any 15-minute grid
+
+
+def test_meeting_candidate_starts_keep_the_optimum_of_generated_instances():
+    """On generated data (everything on a 30-minute grid) the exact solver still proves the
+    planted schedule's value or better."""
+    task = get_task("meeting_scheduling")
+    for seed in range(4):
+        inst = task.generate("hard", seed, optimal=True, time_limit=5.0)
+        assert inst.reference["optimal"]["proven"]
+        assert inst.reference["optimal"]["objective"] >= inst.reference["planted"]["objective"]
+
+
+@pytest.mark.parametrize("name", ["max_clique", "longest_cycle"])
+def test_graph_verifiers_accept_edges_stored_in_either_order(name):
+    task = get_task(name)
+    inst = task.generate("medium", 3)
+    data = dict(inst.data, edges=[[v, u] for u, v in inst.data["edges"]])  # every edge as [v, u], v > u
+    solution = inst.reference["heuristic"]["solution"]
+    objective, violations = task.verifier.check(data, solution)
+    assert not violations and objective == inst.reference["heuristic"]["objective"]
+    edges = {tuple(sorted(e)) for e in inst.data["edges"]}
+    u, v = next((u, v) for u in range(data["n"]) for v in range(u + 1, data["n"]) if (u, v) not in edges)
+    w = next(w for w in range(data["n"]) if w not in (u, v))
+    assert task.verifier.check(data, [u, v, w])[1]  # a non-edge is still refused
+
+
+def test_knapsack_falls_back_to_greedy_when_the_table_would_not_fit(monkeypatch):
+    task = get_task("knapsack")
+    instances = [task.generate("hard", seed).data for seed in range(10)]
+    exact = [sum(d["values"][i] for i in knapsack.dp(d)) for d in instances]
+    monkeypatch.setattr(knapsack, "DP_CELLS", 0)
+    monkeypatch.setattr(knapsack, "dp", lambda data: pytest.fail("the DP ran over its cell budget"))
+    for data, best in zip(instances, exact):
+        objective, violations = task.verifier.check(data, knapsack.heuristic(data))
+        assert not violations and objective >= 0.98 * best
+
+
+def test_subset_sum_falls_back_to_an_exchange_search(monkeypatch):
+    task = get_task("subset_sum")
+    monkeypatch.setattr(subset_sum, "DP_CELLS", 0)
+    monkeypatch.setattr(subset_sum, "dp", lambda data: pytest.fail("the DP ran over its cell budget"))
+    for seed in range(10):
+        data = task.generate("hard", seed, max_value=10_000_000).data
+        assert not task.verifier.check(data, subset_sum.heuristic(data))[1]
+
+
+def _cut_after_best_move(n: int, edges: list[list[int]], half: list[int]) -> tuple[int, int]:
+    """(cut, best cut reachable by one swap across the halves or, for odd n, one move from the
+    larger half): an independent 1-swap local search step."""
+    w = np.zeros((n, n), dtype=np.int64)
+    for u, v in edges:
+        w[u, v] = w[v, u] = 1
+    a = np.zeros(n, dtype=bool)
+    a[half] = True
+    cut = int(w[a][:, ~a].sum())
+    ext_minus_int = np.where(a[:, None] == a[None, :], -w, w).sum(1)  # per vertex: external - internal
+    swap = ext_minus_int[a][:, None] + ext_minus_int[~a][None, :] - 2 * w[a][:, ~a]
+    best = cut - int(swap.max()) if swap.size else cut
+    if n % 2:
+        big = a if a.sum() > (~a).sum() else ~a
+        best = min(best, cut - int(ext_minus_int[big].max()))
+    return cut, best
+
+
+def test_min_bisection_references_lose_to_no_single_swap():
+    """The recorded references (heuristic, and CP-SAT stopped by its time limit) are local
+    optima: a 1-swap search started from them finds no better cut."""
+    task = get_task("min_bisection")
+    for seed in range(3):
+        inst = task.generate("hard", seed, optimal=True, time_limit=0.5)
+        for kind in ("heuristic", "optimal"):
+            ref = inst.reference[kind]
+            cut, best = _cut_after_best_move(inst.data["n"], inst.data["edges"], ref["solution"])
+            assert cut == ref["objective"] and best >= cut, (seed, kind, cut, best)
+
+
+LARGE = {  # far beyond the hard presets; the old knapsack/subset-sum DPs needed terabytes here
+    "knapsack": {"n": 2000, "max_weight": 1_000_000},
+    "subset_sum": {"n": 500, "max_value": 10_000_000},
+    "set_cover": {"universe": 600, "subsets": 150},
+    "vertex_cover": {"n": 200, "density": 0.05},
+    "meeting_scheduling": {"meetings": 60, "people": 12, "rooms": 12},
+    "tsp": {"n": 150, "grid": 2000},
+    "min_bisection": {"n": 150, "p_in": 0.05, "p_out": 0.01},
+}
+
+
+@pytest.mark.slow
+def test_heuristics_at_large_sizes_finish_under_an_address_space_limit():
+    script = textwrap.dedent(f"""
+        import json, resource
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 1024 ** 3, 2 * 1024 ** 3))
+        from mmnp.registry import get_task
+        out = {{}}
+        for name, overrides in json.loads({json.dumps(json.dumps(LARGE))}).items():
+            task = get_task(name)
+            inst = task.generate("hard", 0, **overrides)  # runs the heuristic
+            out[name] = inst.reference["heuristic"]["objective"]
+        print(json.dumps(out))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    objectives = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(objectives) == set(LARGE) and all(v > 0 for v in objectives.values())
