@@ -192,7 +192,7 @@ def test_push_to_hub_sends_the_decoded_dataset_and_the_card(small_dataset, tmp_p
     summary = export_dataset(small_dataset, tmp_path / "x", "hf", push_to_hub="me/mmnp", private=True)
     assert summary["pushed_to"] == "me/mmnp"
     assert pushed["repo"] == "me/mmnp" and pushed["splits"] == {"easy": 20, "medium": 20}
-    assert pushed["kwargs"] == {"private": True} and pushed["image"].size == (768, 768)
+    assert pushed["kwargs"] == {"private": True} and pushed["image"].height == 768
     assert uploaded["repo_id"] == "me/mmnp" and uploaded["path_in_repo"] == "README.md"
     assert uploaded["repo_type"] == "dataset"
     assert open(uploaded["path_or_fileobj"]).read() == (tmp_path / "x" / "README.md").read_text()
