@@ -221,8 +221,9 @@ def dataset_card(meta: dict, counts: dict[str, int]) -> str:
         "configs": [{"config_name": "default",
                      "data_files": [{"split": name, "path": f"data/{name}-*"} for name in counts]}],
         "dataset_info": info,
-        "mmnp": {"benchmark_hash": meta["benchmark_hash"], "mmnp_version": meta["mmnp_version"],
-                 "export_version": meta["export_version"], "split_by": meta["split_by"]},
+        # the whole description, manifest included: `push_to_hub` rewrites the parquet files
+        # without their schema metadata, so a Hub copy is checked against this
+        "mmnp": meta,
     }
     tasks = ", ".join(manifest["counts"])
     table = "\n".join(f"| {name} | {n} |" for name, n in counts.items())
@@ -316,14 +317,15 @@ def load_export(path: str | Path) -> Export:
                    if not any(part.startswith(".") for part in p.relative_to(path).parts))
     if not files:
         raise DataError(f"{path} holds no parquet files; export one with `mmnp export --data D --format hf --out {path}`")
+    card = _card_meta(path if path.is_dir() else path.parent)
     meta, rows = None, []
     for file in files:
         table = pq.read_table(file)
         raw = (table.schema.metadata or {}).get(META_KEY)
-        if raw is None:
-            raise DataError(f"{file} is not an mmnp export (its schema lacks mmnp's metadata); "
-                            "a verl export is for training, not for `load_export`")
-        this = json.loads(raw)
+        if raw is None and card is None:
+            raise DataError(f"{file} is not an mmnp export (neither its schema nor a README.md dataset card carries "
+                            "mmnp's description); a verl export is for training, not for `load_export`")
+        this = json.loads(raw) if raw is not None else card
         if meta is None:
             meta = this
         elif this["benchmark_hash"] != meta["benchmark_hash"]:
@@ -373,6 +375,19 @@ def load_export(path: str | Path) -> Export:
         raise DataError(f"{path}: the rows re-derive benchmark hash {bench.hexdigest()[:12]}, not the recorded "
                         f"{meta['benchmark_hash'][:12]}; the export was edited: export it again")
     return Export(path, instances, manifest, meta["benchmark_hash"], images)
+
+
+def _card_meta(folder: Path) -> dict | None:
+    """The `mmnp` block of a dataset card's YAML header, if the folder has one."""
+    import yaml
+
+    try:
+        text = (folder / "README.md").read_text(encoding="utf-8")
+        header = yaml.safe_load(text.split("---\n")[1]) if text.startswith("---\n") else None
+    except (OSError, IndexError, yaml.YAMLError):
+        return None
+    meta = header.get("mmnp") if isinstance(header, dict) else None
+    return meta if isinstance(meta, dict) and {"benchmark_hash", "manifest"} <= set(meta) else None
 
 
 def _download(repo: str) -> Path:

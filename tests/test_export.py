@@ -183,9 +183,13 @@ def test_push_to_hub_sends_the_decoded_dataset_and_the_card(small_dataset, tmp_p
 
     pushed, uploaded = {}, {}
 
-    def fake_push(self, repo_id, **kwargs):
+    hub = tmp_path / "hub"
+
+    def fake_push(self, repo_id, **kwargs):  # what push_to_hub stores: parquet shards without mmnp's metadata
         pushed.update(repo=repo_id, splits={k: len(v) for k, v in self.items()}, kwargs=kwargs,
                       image=self["easy"][0]["image"])
+        for split, part in self.items():
+            part.to_parquet(str(hub / "data" / f"{split}-00000-of-00001.parquet"))
 
     monkeypatch.setattr(datasets.DatasetDict, "push_to_hub", fake_push)
     monkeypatch.setattr(HfApi, "upload_file", lambda self, **kw: uploaded.update(kw))
@@ -196,6 +200,12 @@ def test_push_to_hub_sends_the_decoded_dataset_and_the_card(small_dataset, tmp_p
     assert uploaded["repo_id"] == "me/mmnp" and uploaded["path_in_repo"] == "README.md"
     assert uploaded["repo_type"] == "dataset"
     assert open(uploaded["path_or_fileobj"]).read() == (tmp_path / "x" / "README.md").read_text()
+    assert pq.read_schema(hub / "data/easy-00000-of-00001.parquet").metadata.get(b"mmnp") is None
+    (hub / "README.md").write_text(open(uploaded["path_or_fileobj"]).read())
+    # the Hub copy loads back through its card, with every check
+    back = load_export(hub)
+    assert [i.to_record() for i in back.instances] == [i.to_record() for i in load_export(tmp_path / "x").instances]
+    assert back.benchmark_hash == read_manifest(small_dataset)["benchmark_hash"]
 
 
 def test_the_command_writes_and_refuses_in_one_line(small_dataset, tmp_path):
