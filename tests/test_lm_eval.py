@@ -1,5 +1,5 @@
-"""mmnp's lm-evaluation-harness tasks, run by the real `lm_eval` CLI against a local
-OpenAI-compatible server, agree exactly with `mmnp eval` on the same answers."""
+"""mmnp's lm-evaluation-harness (text) and lmms-eval (image) tasks, run by the real CLIs against
+a local OpenAI-compatible server, agree exactly with `mmnp eval` on the same answers."""
 
 from __future__ import annotations
 
@@ -74,6 +74,57 @@ def test_harness_scores_equal_mmnp_eval(small_dataset, tmp_path):
     assert lm["mmnp_text"]["sr,none"] == pytest.approx(mm["macro_over_tasks"]["sr"], abs=1e-12)
     assert lm["mmnp_text"]["qr,none"] == pytest.approx(mm["macro_over_tasks"]["qr"], abs=1e-12)
     assert 0 < mm["macro_over_tasks"]["sr"] < 1 and 0 < mm["macro_over_tasks"]["qr"]
+
+
+def _lmms_eval_runs() -> str | None:
+    """Why lmms-eval cannot run here, or None."""
+    try:
+        import filelock
+        import lmms_eval  # noqa: F401
+    except ImportError:
+        return "lmms-eval is not installed (pip install -e '.[lmms-eval]')"
+    if not hasattr(filelock, "_api"):
+        return f"lmms-eval 0.7 needs filelock<4 (filelock._api); filelock {filelock.__version__} is installed"
+    return None
+
+
+@pytest.mark.skipif(_lmms_eval_runs() is not None, reason=str(_lmms_eval_runs()))
+def test_lmms_eval_image_scores_equal_mmnp_eval(small_dataset, tmp_path):
+    import io
+    import os
+
+    from PIL import Image
+
+    from mmnp.cli import app
+    from mmnp.export import export_dataset
+    from mmnp.lmms_eval_tasks import PATH as LMMS_PATH
+
+    instances = list(load_dataset(small_dataset))
+    by_prompt = mixed_answers(instances)
+    pixels = lambda png: hashlib.sha256(Image.open(io.BytesIO(png)).convert("RGB").tobytes()).hexdigest()  # noqa: E731
+    answers = {pixels((small_dataset / i.image).read_bytes()): by_prompt[i.prompt] for i in instances}
+    export_dataset(small_dataset, tmp_path / "run" / "mmnp-export", "hf", "task")
+    with FakeOpenAI(lambda text, png: answers[pixels(png)]) as server:
+        harness = subprocess.run(
+            [sys.executable, "-m", "lmms_eval", "--model", "openai", "--model_args",
+             f"model_version=fake,base_url={server.url},api_key=x,num_concurrent=2,max_retries=1",
+             "--tasks", "mmnp_image", "--include_path", str(LMMS_PATH), "--output_path", str(tmp_path / "lmms")],
+            capture_output=True, text=True, timeout=900, cwd=tmp_path / "run", env=dict(os.environ, OPENAI_API_KEY="x"))
+        assert harness.returncode == 0, harness.stderr[-3000:]
+        assert server.images_seen == len(instances) == 40
+        result = CliRunner().invoke(app, ["eval", "--model", "openai:fake", "--base-url", server.url, "--data",
+                                          str(small_dataset), "--difficulty", "easy,medium", "--modality", "image",
+                                          "--output-path", str(tmp_path / "mmnp")])
+        assert result.exit_code == 0, result.output
+    (lmms_file,) = (tmp_path / "lmms").rglob("*results.json")
+    lmms = json.loads(lmms_file.read_text())["results"]
+    (mm_file,) = (tmp_path / "mmnp").rglob("results.json")
+    mm = json.loads(mm_file.read_text())["metrics"]["image"]
+    for task, scores in mm["tasks"].items():
+        assert lmms[f"mmnp_image_{task}"]["sr,none"] == pytest.approx(scores["sr"], abs=1e-12), task
+        assert lmms[f"mmnp_image_{task}"]["qr,none"] == pytest.approx(scores["qr"], abs=1e-12), task
+    assert lmms["mmnp_image"]["qr,none"] == pytest.approx(mm["macro_over_tasks"]["qr"], abs=1e-12)
+    assert 0 < mm["macro_over_tasks"]["sr"] < 1
 
 
 def test_docs_come_alike_from_a_folder_or_an_export(small_dataset, tmp_path):
