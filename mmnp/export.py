@@ -355,7 +355,7 @@ def load_export(path: str | Path) -> Export:
     for task in arguments["tasks"]:
         for difficulty in arguments["difficulties"]:
             n = manifest["counts"][task][difficulty]
-            shard = sorted(by_shard.pop((task, difficulty), []), key=lambda i: i.id)
+            shard = sorted(by_shard.pop((task, difficulty), []), key=lambda i: i.seed)  # = index order
             if len(shard) != n:
                 raise DataError(f"{path}: {len(shard)} rows of {task}/{difficulty}, the source manifest counts {n}; "
                                 "a split file is missing or was edited: download or export it whole")

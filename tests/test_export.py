@@ -4,6 +4,7 @@ decoded, a card the Hub reads, and `load_export` refusing edited rows."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import typer
@@ -199,9 +200,10 @@ def test_push_to_hub_sends_the_decoded_dataset_and_the_card(small_dataset, tmp_p
     assert pushed["kwargs"] == {"private": True} and pushed["image"].height == 768
     assert uploaded["repo_id"] == "me/mmnp" and uploaded["path_in_repo"] == "README.md"
     assert uploaded["repo_type"] == "dataset"
-    assert open(uploaded["path_or_fileobj"]).read() == (tmp_path / "x" / "README.md").read_text()
+    card = Path(uploaded["path_or_fileobj"]).read_text()
+    assert card == (tmp_path / "x" / "README.md").read_text()
     assert pq.read_schema(hub / "data/easy-00000-of-00001.parquet").metadata.get(b"mmnp") is None
-    (hub / "README.md").write_text(open(uploaded["path_or_fileobj"]).read())
+    (hub / "README.md").write_text(card)
     # the Hub copy loads back through its card, with every check
     back = load_export(hub)
     assert [i.to_record() for i in back.instances] == [i.to_record() for i in load_export(tmp_path / "x").instances]
