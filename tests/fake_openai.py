@@ -80,7 +80,10 @@ class FakeOpenAI:
                 if self.path != "/v1/chat/completions":
                     return self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
                 text, png = "", None
-                for part in body["messages"][-1]["content"]:
+                content = body["messages"][-1]["content"]
+                if isinstance(content, str):  # plain-text messages (lm_eval's local-chat-completions)
+                    content = [{"type": "text", "text": content}]
+                for part in content:
                     if part["type"] == "text":
                         text = part["text"]
                     elif part["type"] == "image_url":

@@ -1,0 +1,432 @@
+"""Datasets out to the tools researchers use, and back: Hugging Face `datasets`/the Hub, parquet, verl.
+
+    mmnp export --data D --format hf --out X       # X/README.md (dataset card) + X/data/<split>-*.parquet
+    datasets.load_dataset("X")                     # images decoded, one schema for all ten tasks
+    mmnp.export.load_export("X")                   # back to Instances, with the integrity check
+
+Every row holds the instance and its references as JSON strings (each task's instance has its own
+shape, so no single Arrow struct fits all ten) beside typed common columns. Each parquet file's
+schema metadata carries the source manifest, so an export (or one downloaded from the Hub) is
+checked against the same benchmark hash as the folder it came from. `datasets` and `pyarrow`
+are imported only here, and only when used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional
+
+import typer
+
+from mmnp.core import Instance, content_hash
+from mmnp.dataset import load_dataset, read_manifest
+from mmnp.errors import DataError, RunError, UsageError
+from mmnp.registry import get_task
+
+EXPORT_VERSION = 1
+META_KEY = b"mmnp"  # parquet schema metadata key holding the export's description
+FORMATS = ("hf", "parquet", "verl")
+SPLIT_BY = ("difficulty", "task", "none")
+LICENSE = "apache-2.0"
+ROW_GROUP = 64  # rows per parquet row group: small groups keep image pages light for readers and the Hub viewer
+
+
+def features():
+    """The one schema of every export (a `datasets.Features`)."""
+    from datasets import Features, Image, Value
+
+    text = Value("string")
+    return Features({
+        "id": text, "task": text, "category": text, "difficulty": text, "seed": Value("int64"), "hash": text,
+        "prompt": text, "image_prompt": text, "image": Image(),
+        "instance": text, "reference": text, "params": text,
+        "reference_objective": Value("float64"), "best_objective": Value("float64"),
+    })
+
+
+def to_row(inst: Instance, png: bytes) -> dict[str, Any]:
+    """One export row: JSON strings for the task-shaped parts, typed columns for the rest."""
+    dump = lambda obj: json.dumps(obj, ensure_ascii=False, separators=(",", ":"))  # noqa: E731
+    return {
+        "id": inst.id, "task": inst.task, "category": get_task(inst.task).category, "difficulty": inst.difficulty,
+        "seed": inst.seed, "hash": inst.hash, "prompt": inst.prompt, "image_prompt": inst.image_prompt,
+        "image": {"bytes": png, "path": inst.image or f"{inst.task}/images/{inst.id}.png"},
+        "instance": dump(inst.data), "reference": dump(inst.reference), "params": dump(inst.params),
+        "reference_objective": float(inst.reference_objective), "best_objective": float(inst.best_objective),
+    }
+
+
+def split_name(inst: Instance, split_by: str) -> str:
+    return {"difficulty": inst.difficulty, "task": inst.task, "none": "test"}[split_by]
+
+
+# -- writing --------------------------------------------------------------------------------------------
+
+
+def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_by: str = "difficulty",
+                   push_to_hub: str | None = None, private: bool = False, modality: str = "text",
+                   reward: str = "quality", test_fraction: float = 0.1) -> dict:
+    """Write the dataset at `data` to `out` and return a summary (files, rows per split).
+
+    `hf`: a Hub-ready folder (dataset card + data/<split>-00000-of-00001.parquet), loadable with
+    `datasets.load_dataset(out)` and pushed with `push_to_hub`. `parquet`: one <split>.parquet
+    a split, for pandas/polars/duckdb. `verl`: train.parquet and test.parquet in verl's RL row
+    format (`test_fraction` of each task x difficulty, chosen by content hash, goes to test).
+    The folder appears whole or not at all; an existing non-empty `out` is refused.
+    """
+    if format not in FORMATS:
+        raise UsageError(f"--format {format!r}: choose one of {', '.join(FORMATS)}")
+    if split_by not in SPLIT_BY:
+        raise UsageError(f"--split-by {split_by!r}: choose one of {', '.join(SPLIT_BY)}")
+    if push_to_hub and format != "hf":
+        raise UsageError("--push-to-hub needs --format hf (the Hub layout with its dataset card)")
+    if format == "verl" and not 0 < test_fraction < 1:
+        raise UsageError(f"--test-fraction {test_fraction}: give a number between 0 and 1, e.g. 0.1")
+    data, out = Path(data), Path(out)
+    manifest = read_manifest(data)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"--out {out} exists and is not empty; choose a new folder (mmnp never overwrites your files)")
+    instances = list(load_dataset(data))
+    images = "dataset" if manifest["arguments"].get("images", True) else "rendered at export"
+    meta = {"format": "mmnp-export", "export_version": EXPORT_VERSION, "mmnp_version": _version(),
+            "benchmark_hash": manifest["benchmark_hash"], "manifest": manifest, "split_by": split_by,
+            "images": images}
+
+    def png(inst: Instance) -> bytes:
+        if inst.image:
+            return (data / inst.image).read_bytes()
+        return get_task(inst.task).render(inst)
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp's private 0700 would outlive the rename
+    try:
+        if format == "verl":
+            counts = _write_verl(staging, instances, png, modality, reward, test_fraction)
+        else:
+            splits: dict[str, list[Instance]] = {}
+            for inst in instances:
+                splits.setdefault(split_name(inst, split_by), []).append(inst)
+            counts = {}
+            for name, members in splits.items():
+                rel = f"data/{name}-00000-of-00001.parquet" if format == "hf" else f"{name}.parquet"
+                _write_parquet(staging / rel, (to_row(i, png(i)) for i in members), meta)
+                counts[name] = len(members)
+            if format == "hf":
+                (staging / "README.md").write_text(dataset_card(meta, counts), encoding="utf-8")
+        if out.exists():
+            out.rmdir()  # empty, checked above
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    summary = {"out": str(out), "format": format, "rows": counts, "benchmark_hash": manifest["benchmark_hash"]}
+    if push_to_hub:
+        push(out, push_to_hub, private)
+        summary["pushed_to"] = push_to_hub
+    return summary
+
+
+def _version() -> str:
+    from mmnp import __version__
+
+    return __version__
+
+
+def _write_parquet(path: Path, rows: Iterable[dict], meta: dict) -> None:
+    """Rows to one parquet file whose schema carries the `datasets` features and mmnp's description."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    feats = features()
+    schema = feats.arrow_schema.with_metadata({
+        b"huggingface": json.dumps({"info": {"features": feats.to_dict()}}).encode(),
+        META_KEY: json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with pq.ParquetWriter(path, schema) as writer:
+        for batch in _chunks(rows, ROW_GROUP):
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+
+
+def _chunks(rows: Iterable[dict], size: int) -> Iterator[list[dict]]:
+    batch = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _write_verl(folder: Path, instances: list[Instance], png, modality: str, reward: str,
+                test_fraction: float) -> dict[str, int]:
+    """train.parquet / test.parquet with verl's columns; test = the first ceil(f*n) of each
+    task x difficulty in hash order (stratified, and the same whatever the order of the rows)."""
+    from datasets import Dataset
+
+    from mmnp.rewards.verl import to_verl_row
+
+    groups: dict[tuple[str, str], list[Instance]] = {}
+    for inst in instances:
+        groups.setdefault((inst.task, inst.difficulty), []).append(inst)
+    test_ids = {i.id for members in groups.values()
+                for i in sorted(members, key=lambda i: i.hash)[:math.ceil(test_fraction * len(members))]}
+    counts = {}
+    for split in ("train", "test"):
+        members = [i for i in instances if (i.id in test_ids) == (split == "test")]
+        rows = [to_verl_row(inst, modality, reward, png=png(inst) if modality == "image" else None,
+                            index=index, split=split) for index, inst in enumerate(members)]
+        Dataset.from_list(rows).to_parquet(str(folder / f"{split}.parquet"))
+        counts[split] = len(rows)
+    return counts
+
+
+def generate_command(manifest: dict) -> str:
+    """The `mmnp generate` line that rebuilds the source dataset, from its manifest's arguments."""
+    a = manifest["arguments"]
+    parts = ["mmnp generate --out DATA", f"--tasks {','.join(a['tasks'])}", f"--difficulty {','.join(a['difficulties'])}",
+             f"--count {a['count']}", f"--seed {a['seed']}", f"--image-size {a['image_size']}",
+             f"--time-limit {a['time_limit']:g}"]
+    parts += [] if a.get("images", True) else ["--no-images"]
+    parts += [] if a.get("optimal", True) else ["--no-optimal"]
+    parts += [f"--param {k}={v}" for k, v in sorted(a.get("params", {}).items())]
+    return " ".join(parts)
+
+
+def dataset_card(meta: dict, counts: dict[str, int]) -> str:
+    """README.md with the YAML header the Hub and `datasets` read (configs, features, license)."""
+    import yaml
+    from datasets import DatasetInfo, SplitDict, SplitInfo
+
+    manifest = meta["manifest"]
+    splits = SplitDict()
+    for name, n in counts.items():
+        splits.add(SplitInfo(name=name, num_examples=n))
+    info = DatasetInfo(features=features(), splits=splits)._to_yaml_dict()
+    header = {
+        "license": LICENSE,
+        "pretty_name": "MM-NP-Bench",
+        "tags": ["mmnp", "combinatorial-optimization", "np-hard", "multimodal", "reasoning"],
+        "task_categories": ["text-generation", "image-text-to-text"],
+        "configs": [{"config_name": "default",
+                     "data_files": [{"split": name, "path": f"data/{name}-*"} for name in counts]}],
+        "dataset_info": info,
+        # the whole description, manifest included: `push_to_hub` rewrites the parquet files
+        # without their schema metadata, so a Hub copy is checked against this
+        "mmnp": meta,
+    }
+    tasks = ", ".join(manifest["counts"])
+    table = "\n".join(f"| {name} | {n} |" for name, n in counts.items())
+    return f"""---
+{yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip()}
+---
+
+# MM-NP-Bench
+
+Ten NP-hard optimisation tasks ({tasks}), each instance given as a text prompt and as a picture
+with a shorter prompt, with reference objectives from a heuristic and an exact solver.
+{manifest['total']} instances, split by {meta['split_by']}:
+
+| split | rows |
+|---|---|
+{table}
+
+## Integrity
+
+Benchmark hash: `{meta['benchmark_hash']}` (SHA-256 over each instance's id and content hash, in
+generation order; independent of image and solver library versions). `mmnp.export.load_export`
+re-derives it and every row's `hash` from the `instance` column and refuses an export that does not match.
+
+## How it was made
+
+    pip install mmnp
+    {generate_command(manifest)}
+    mmnp export --data DATA --format hf --split-by {meta['split_by']} --out OUT
+
+with mmnp {manifest.get('mmnp_version', '?')} (export by mmnp {meta['mmnp_version']}); images: {meta['images']}.
+
+## Columns
+
+`instance`, `reference` (heuristic and optimal objective and solution) and `params` are JSON strings,
+since each task's instance has its own shape. `image` is the rendered PNG. Score an answer with
+
+    from mmnp.registry import get_task
+    verdict = get_task(row["task"]).verify({{"task": row["task"], "instance": json.loads(row["instance"])}}, answer)
+
+## License
+
+Apache-2.0, like mmnp.
+"""
+
+
+def push(out: Path, repo: str, private: bool) -> None:
+    """Upload an hf export: the data through `DatasetDict.push_to_hub`, then the dataset card
+    (push_to_hub writes its own card; ours carries the hash and provenance). Its data files
+    keep the data/<split>-* names the card's configs name."""
+    import datasets
+    from huggingface_hub import HfApi
+
+    dd = datasets.load_dataset(str(out))
+    try:
+        dd.push_to_hub(repo, private=private)
+        HfApi().upload_file(path_or_fileobj=str(out / "README.md"), path_in_repo="README.md", repo_id=repo,
+                            repo_type="dataset", commit_message="mmnp dataset card")
+    except Exception as e:  # network, auth, permissions: the library's message says which
+        raise RunError(f"pushing {out} to the Hub as {repo} failed: {e}; the export in {out} is complete, "
+                       "fix the cause (e.g. `huggingface-cli login`) and rerun with --push-to-hub") from None
+
+
+# -- reading back ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Export:
+    """An export read back: the instances, the source manifest, and their pictures."""
+
+    path: Path
+    instances: list[Instance]
+    manifest: dict
+    benchmark_hash: str
+    images: dict[str, bytes]
+
+    def image_bytes(self, inst: Instance) -> bytes:
+        """The instance's PNG (the evaluator's image loader)."""
+        return self.images[inst.id]
+
+
+def load_export(path: str | Path) -> Export:
+    """An `hf` or `parquet` export (a folder, or a Hub dataset id when the Hub is reachable) as
+    Instances, refusing any row whose instance does not hash to its `hash`, and any export whose
+    rows do not re-derive the source manifest's benchmark hash and image hashes."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.exists():
+        path = _download(str(path))
+    files = sorted(p for p in (path.rglob("*.parquet") if path.is_dir() else [path])
+                   if not any(part.startswith(".") for part in p.relative_to(path).parts))
+    if not files:
+        raise DataError(f"{path} holds no parquet files; export one with `mmnp export --data D --format hf --out {path}`")
+    card = _card_meta(path if path.is_dir() else path.parent)
+    meta, rows = None, []
+    for file in files:
+        table = pq.read_table(file)
+        raw = (table.schema.metadata or {}).get(META_KEY)
+        if raw is None and card is None:
+            raise DataError(f"{file} is not an mmnp export (neither its schema nor a README.md dataset card carries "
+                            "mmnp's description); a verl export is for training, not for `load_export`")
+        this = json.loads(raw) if raw is not None else card
+        if meta is None:
+            meta = this
+        elif this["benchmark_hash"] != meta["benchmark_hash"]:
+            raise DataError(f"{file} comes from another dataset (benchmark hash {this['benchmark_hash'][:12]}, "
+                            f"not {meta['benchmark_hash'][:12]}); keep one export per folder")
+        for number, row in enumerate(table.to_pylist()):
+            rows.append((file, number, row))
+    manifest = meta["manifest"]
+    instances, images, by_shard = [], {}, {}
+    for file, number, row in rows:
+        where = f"{file} row {number} (id {row.get('id')!r})"
+        try:
+            data = json.loads(row["instance"])
+        except (TypeError, ValueError):
+            raise DataError(f"{where}: the instance column is not JSON; the export is damaged: export it again") from None
+        if content_hash(row["task"], data) != row["hash"]:
+            raise DataError(f"{where}: the instance does not hash to its hash column {row['hash']}; the export was "
+                            "edited or damaged: export it again from the generated dataset")
+        inst = Instance(id=row["id"], task=row["task"], difficulty=row["difficulty"], seed=row["seed"],
+                        params=json.loads(row["params"]), data=data, hash=row["hash"], prompt=row["prompt"],
+                        image_prompt=row["image_prompt"], reference=json.loads(row["reference"]),
+                        image=(row["image"] or {}).get("path"))
+        images[inst.id] = (row["image"] or {}).get("bytes") or b""
+        by_shard.setdefault((inst.task, inst.difficulty), []).append(inst)
+    bench = hashlib.sha256()
+    arguments = manifest["arguments"]  # generation order, which the benchmark hash follows
+    for task in arguments["tasks"]:
+        for difficulty in arguments["difficulties"]:
+            n = manifest["counts"][task][difficulty]
+            shard = sorted(by_shard.pop((task, difficulty), []), key=lambda i: i.seed)  # = index order
+            if len(shard) != n:
+                raise DataError(f"{path}: {len(shard)} rows of {task}/{difficulty}, the source manifest counts {n}; "
+                                "a split file is missing or was edited: download or export it whole")
+            pictures = hashlib.sha256()
+            for inst in shard:
+                bench.update(f"{inst.id}:{inst.hash}\n".encode())
+                pictures.update(hashlib.sha256(images[inst.id]).digest())
+                instances.append(inst)
+            expected = manifest["files"].get(f"{task}/images/{difficulty}-*.png")
+            if expected and pictures.hexdigest() != expected:
+                raise DataError(f"{path}: the {task}/{difficulty} images differ from the source dataset's; "
+                                "the export was edited or damaged: export it again")
+    if by_shard:
+        extra = ", ".join(f"{t}/{d}" for t, d in by_shard)
+        raise DataError(f"{path}: rows of {extra}, which the source manifest does not list; the export was edited")
+    if bench.hexdigest() != meta["benchmark_hash"]:
+        raise DataError(f"{path}: the rows re-derive benchmark hash {bench.hexdigest()[:12]}, not the recorded "
+                        f"{meta['benchmark_hash'][:12]}; the export was edited: export it again")
+    return Export(path, instances, manifest, meta["benchmark_hash"], images)
+
+
+def _card_meta(folder: Path) -> dict | None:
+    """The `mmnp` block of a dataset card's YAML header, if the folder has one."""
+    import yaml
+
+    try:
+        text = (folder / "README.md").read_text(encoding="utf-8")
+        header = yaml.safe_load(text.split("---\n")[1]) if text.startswith("---\n") else None
+    except (OSError, IndexError, yaml.YAMLError):
+        return None
+    meta = header.get("mmnp") if isinstance(header, dict) else None
+    return meta if isinstance(meta, dict) and {"benchmark_hash", "manifest"} <= set(meta) else None
+
+
+def _download(repo: str) -> Path:
+    """A Hub dataset id, downloaded (parquet files and card only) to the local cache."""
+    if repo.count("/") != 1:
+        raise UsageError(f"{repo} is neither a folder nor a Hub dataset id (owner/name)")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo, repo_type="dataset", allow_patterns=["*.parquet", "README.md"]))
+    except Exception as e:  # offline, unknown repo, no access: the library's message says which
+        raise RunError(f"{repo} is no local folder and downloading it from the Hub failed: {e}") from None
+
+
+# -- the command ----------------------------------------------------------------------------------------
+
+
+def export_command(
+    data: Path = typer.Option(..., "--data", help="A dataset folder written by `mmnp generate`."),
+    out: Path = typer.Option(..., "--out", "-o", help="A new folder for the export."),
+    format: str = typer.Option("hf", "--format", help="hf: Hub folder with card; parquet: a file per split; "
+                                                      "verl: train/test parquet for verl."),
+    split_by: str = typer.Option("difficulty", "--split-by", help="difficulty, task or none (one 'test' split)."),
+    modality: str = typer.Option("text", help="verl only: text prompts, or image prompts with the PNG."),
+    reward: str = typer.Option("quality", help="verl only: reward shape (quality, feasible, shaped)."),
+    test_fraction: float = typer.Option(0.1, help="verl only: share of each task x difficulty in test.parquet."),
+    push_to_hub: Optional[str] = typer.Option(None, "--push-to-hub", help="Also upload to this Hub dataset repo "
+                                                                          "(owner/name); needs `hf` format."),
+    private: bool = typer.Option(False, help="Make the pushed Hub repo private."),
+) -> None:
+    """Export a dataset for Hugging Face datasets / the Hub, parquet readers, or verl."""
+    from mmnp.clikit import out_console, user_errors
+
+    summary = user_errors(export_dataset)(data, out, format, split_by, push_to_hub, private, modality, reward,
+                                          test_fraction)
+    rows = ", ".join(f"{name} {n}" for name, n in summary["rows"].items())
+    out_console.print(f"wrote {summary['out']} ({format}; rows: {rows}); benchmark hash "
+                      f"{summary['benchmark_hash'][:12]}" + (f"; pushed to {push_to_hub}" if push_to_hub else ""),
+                      highlight=False, soft_wrap=True)
+
+
+__all__ = ["Export", "export_command", "export_dataset", "features", "load_export", "to_row"]

@@ -1,0 +1,236 @@
+"""`mmnp export` against the real `datasets` and `pyarrow`: one schema for all ten tasks, images
+decoded, a card the Hub reads, and `load_export` refusing edited rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+import yaml
+from typer.testing import CliRunner
+
+datasets = pytest.importorskip("datasets", reason="needs the hf extra")
+pq = pytest.importorskip("pyarrow.parquet", reason="needs the hf extra")
+
+from mmnp.dataset import load_dataset, read_manifest  # noqa: E402
+from mmnp.errors import DataError, UsageError  # noqa: E402
+from mmnp.export import export_command, export_dataset, load_export  # noqa: E402
+from mmnp.registry import get_task  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def hf_export(small_dataset, tmp_path_factory):
+    out = tmp_path_factory.mktemp("export") / "hf"
+    export_dataset(small_dataset, out, "hf", "difficulty")
+    return out
+
+
+def card_header(path) -> dict:
+    text = (path / "README.md").read_text()
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+def test_load_dataset_reads_all_ten_tasks_with_decoded_images(small_dataset, hf_export):
+    from PIL import Image
+
+    ds = datasets.load_dataset(str(hf_export))
+    source = {i.id: i for i in load_dataset(small_dataset)}
+    assert set(ds) == {"easy", "medium"}
+    assert sum(len(ds[s]) for s in ds) == len(source) == 40
+    assert {r for s in ds for r in ds[s]["task"]} == {t for t in read_manifest(small_dataset)["counts"]}
+    assert isinstance(ds["easy"].features["image"], datasets.Image)
+    for split in ds:
+        for row in ds[split]:
+            inst = source[row["id"]]
+            assert row["difficulty"] == split and row["category"] == get_task(inst.task).category
+            assert json.loads(row["instance"]) == inst.data and json.loads(row["reference"]) == inst.reference
+            assert (row["seed"], row["hash"], row["prompt"]) == (inst.seed, inst.hash, inst.prompt)
+            assert isinstance(row["image"], Image.Image)
+            png = Image.open(small_dataset / inst.image)
+            assert row["image"].size == png.size and row["image"].tobytes() == png.tobytes()
+
+
+def test_card_header_names_configs_features_license_and_hash(small_dataset, hf_export):
+    header = card_header(hf_export)
+    manifest = read_manifest(small_dataset)
+    assert header["license"] == "apache-2.0"
+    assert header["configs"] == [{"config_name": "default", "data_files": [
+        {"split": "easy", "path": "data/easy-*"}, {"split": "medium", "path": "data/medium-*"}]}]
+    features = {f["name"]: f["dtype"] for f in header["dataset_info"]["features"]}
+    assert features["image"] == "image" and features["seed"] == "int64" and features["instance"] == "string"
+    assert {s["name"]: s["num_examples"] for s in header["dataset_info"]["splits"]} == {"easy": 20, "medium": 20}
+    assert header["mmnp"]["benchmark_hash"] == manifest["benchmark_hash"]
+    body = (hf_export / "README.md").read_text()
+    assert manifest["benchmark_hash"] in body and "--count 2 --seed 0" in body
+
+
+@pytest.mark.parametrize("split_by, splits", [("task", None), ("none", {"test"})])
+def test_split_by_task_or_none(small_dataset, tmp_path, split_by, splits):
+    export_dataset(small_dataset, tmp_path / "x", "hf", split_by)
+    ds = datasets.load_dataset(str(tmp_path / "x"))
+    expected = splits or set(read_manifest(small_dataset)["counts"])
+    assert set(ds) == expected
+    for split in ds:
+        if split_by == "task":
+            assert set(ds[split]["task"]) == {split} and len(ds[split]) == 4
+
+
+def test_load_export_gives_back_the_instances_and_pictures(small_dataset, hf_export):
+    export = load_export(hf_export)
+    source = {i.id: i for i in load_dataset(small_dataset)}
+    assert export.benchmark_hash == read_manifest(small_dataset)["benchmark_hash"]
+    assert export.manifest == read_manifest(small_dataset)
+    assert {i.id: i.to_record() for i in export.instances} == {k: v.to_record() for k, v in source.items()}
+    inst = export.instances[7]
+    assert export.image_bytes(inst) == (small_dataset / inst.image).read_bytes()
+
+
+def test_parquet_format_is_one_file_a_split_and_loads_back(small_dataset, tmp_path):
+    import pandas as pd
+
+    export_dataset(small_dataset, tmp_path / "p", "parquet", "difficulty")
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == ["easy.parquet", "medium.parquet"]
+    frame = pd.read_parquet(tmp_path / "p" / "easy.parquet")
+    assert len(frame) == 20 and frame["image"][0]["bytes"].startswith(b"\x89PNG")
+    assert len(load_export(tmp_path / "p").instances) == 40
+
+
+def test_export_is_byte_identical_when_repeated(small_dataset, hf_export, tmp_path):
+    export_dataset(small_dataset, tmp_path / "again", "hf", "difficulty")
+    for rel in ("README.md", "data/easy-00000-of-00001.parquet", "data/medium-00000-of-00001.parquet"):
+        assert (tmp_path / "again" / rel).read_bytes() == (hf_export / rel).read_bytes()
+
+
+def rewrite(file, edit) -> None:
+    """Rewrite one parquet file's rows through `edit(rows)`, keeping its schema and metadata."""
+    import pyarrow as pa
+
+    table = pq.read_table(file)
+    rows = table.to_pylist()
+    edit(rows)
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), file)
+
+
+def copy(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_an_edited_instance_is_refused_naming_its_row(hf_export, tmp_path):
+    x = copy(hf_export, tmp_path / "x")
+
+    def edit(rows):
+        data = json.loads(rows[3]["instance"])
+        data[next(iter(data))] = 0
+        rows[3]["instance"] = json.dumps(data)
+
+    rewrite(x / "data/medium-00000-of-00001.parquet", edit)
+    with pytest.raises(DataError, match=r"medium-00000-of-00001.parquet row 3 \(id '.+-medium-.+'\): the instance "
+                                        "does not hash to its hash column"):
+        load_export(x)
+
+
+def test_a_consistently_edited_row_still_breaks_the_benchmark_hash(hf_export, tmp_path):
+    from mmnp.core import content_hash
+
+    x = copy(hf_export, tmp_path / "x")
+
+    def edit(rows):  # change the instance and forge its row hash: only the benchmark hash catches it
+        data = json.loads(rows[0]["instance"])
+        data[next(iter(data))] = 0
+        rows[0]["instance"] = json.dumps(data)
+        rows[0]["hash"] = content_hash(rows[0]["task"], data)
+
+    rewrite(x / "data/easy-00000-of-00001.parquet", edit)
+    with pytest.raises(DataError, match="re-derive benchmark hash"):
+        load_export(x)
+
+
+def test_a_missing_split_or_swapped_picture_is_refused(hf_export, tmp_path):
+    x = copy(hf_export, tmp_path / "x")
+    (x / "data/easy-00000-of-00001.parquet").unlink()
+    with pytest.raises(DataError, match="0 rows of .+/easy, the source manifest counts 2"):
+        load_export(x)
+    y = copy(hf_export, tmp_path / "y")
+
+    def swap(rows):
+        rows[0]["image"], rows[1]["image"] = rows[1]["image"], rows[0]["image"]
+
+    rewrite(y / "data/easy-00000-of-00001.parquet", swap)
+    with pytest.raises(DataError, match="images differ from the source dataset"):
+        load_export(y)
+
+
+def test_a_non_empty_out_and_bad_options_are_refused(small_dataset, tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(UsageError, match="exists and is not empty"):
+        export_dataset(small_dataset, tmp_path / "mine")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+    with pytest.raises(UsageError, match="--format 'csv'"):
+        export_dataset(small_dataset, tmp_path / "a", "csv")
+    with pytest.raises(UsageError, match="--push-to-hub needs --format hf"):
+        export_dataset(small_dataset, tmp_path / "b", "parquet", push_to_hub="me/x")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_push_to_hub_sends_the_decoded_dataset_and_the_card(small_dataset, tmp_path, monkeypatch):
+    from huggingface_hub import HfApi
+
+    pushed, uploaded = {}, {}
+
+    hub = tmp_path / "hub"
+
+    def fake_push(self, repo_id, **kwargs):  # what push_to_hub stores: parquet shards without mmnp's metadata
+        pushed.update(repo=repo_id, splits={k: len(v) for k, v in self.items()}, kwargs=kwargs,
+                      image=self["easy"][0]["image"])
+        for split, part in self.items():
+            part.to_parquet(str(hub / "data" / f"{split}-00000-of-00001.parquet"))
+
+    monkeypatch.setattr(datasets.DatasetDict, "push_to_hub", fake_push)
+    monkeypatch.setattr(HfApi, "upload_file", lambda self, **kw: uploaded.update(kw))
+    summary = export_dataset(small_dataset, tmp_path / "x", "hf", push_to_hub="me/mmnp", private=True)
+    assert summary["pushed_to"] == "me/mmnp"
+    assert pushed["repo"] == "me/mmnp" and pushed["splits"] == {"easy": 20, "medium": 20}
+    assert pushed["kwargs"] == {"private": True} and pushed["image"].height == 768
+    assert uploaded["repo_id"] == "me/mmnp" and uploaded["path_in_repo"] == "README.md"
+    assert uploaded["repo_type"] == "dataset"
+    card = Path(uploaded["path_or_fileobj"]).read_text()
+    assert card == (tmp_path / "x" / "README.md").read_text()
+    assert pq.read_schema(hub / "data/easy-00000-of-00001.parquet").metadata.get(b"mmnp") is None
+    (hub / "README.md").write_text(card)
+    # the Hub copy loads back through its card, with every check
+    back = load_export(hub)
+    assert [i.to_record() for i in back.instances] == [i.to_record() for i in load_export(tmp_path / "x").instances]
+    assert back.benchmark_hash == read_manifest(small_dataset)["benchmark_hash"]
+
+
+def test_the_command_writes_and_refuses_in_one_line(small_dataset, tmp_path):
+    app = typer.Typer()
+    app.command("export")(export_command)
+    app.command("noop")(lambda: None)  # a group, as in `mmnp export`
+    runner = CliRunner()
+    result = runner.invoke(app, ["export", "--data", str(small_dataset), "--out", str(tmp_path / "x"),
+                                 "--split-by", "task"])
+    assert result.exit_code == 0, result.output
+    assert "rows: graph_coloring 4" in result.output
+    assert len(load_export(tmp_path / "x").instances) == 40
+    bad = runner.invoke(app, ["export", "--data", str(small_dataset), "--out", str(tmp_path / "y"),
+                              "--split-by", "colour"])
+    assert bad.exit_code == 2 and "--split-by 'colour'" in bad.output and "Traceback" not in bad.output
+    missing = runner.invoke(app, ["export", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "z")])
+    assert missing.exit_code != 0 and "manifest.json" in missing.output and not (tmp_path / "z").exists()
+
+
+def test_importing_mmnp_export_stays_light():
+    import subprocess
+    import sys
+
+    code = "import sys, mmnp.export, mmnp.rewards.verl; print(any(m in sys.modules for m in ('datasets', 'pyarrow')))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+

@@ -1,0 +1,151 @@
+"""mmnp's lm-evaluation-harness (text) and lmms-eval (image) tasks, run by the real CLIs against
+a local OpenAI-compatible server, agree exactly with `mmnp eval` on the same answers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("lm_eval", reason="needs the lm-eval extra")
+pytest.importorskip("tenacity", reason="lm_eval's API models need lm_eval[api]")
+
+from fake_openai import FakeOpenAI  # noqa: E402
+
+import mmnp  # noqa: E402
+from mmnp.dataset import load_dataset  # noqa: E402
+from mmnp.errors import UsageError  # noqa: E402
+from mmnp.lm_eval_tasks import PATH  # noqa: E402
+from mmnp.lm_eval_tasks.utils import load_docs, process_results  # noqa: E402
+
+
+def mixed_answers(instances) -> dict[str, str]:
+    """Per prompt: the best-known solution, the heuristic's, a random (often infeasible) one, or
+    no answer, so SR and QR land strictly between 0 and their maximum."""
+    answers = {}
+    for k, inst in enumerate(sorted(instances, key=lambda i: i.id)):
+        task = mmnp.get_task(inst.task)
+        kind = k % 4
+        if kind == 0:
+            best = inst.reference.get("optimal") or inst.reference["heuristic"]
+            answers[inst.prompt] = "Let me see.\n" + task.format_answer(best["solution"])
+        elif kind == 1:
+            answers[inst.prompt] = task.format_answer(inst.reference["heuristic"]["solution"])
+        elif kind == 2:
+            rng = np.random.default_rng(int(hashlib.sha256(inst.id.encode()).hexdigest()[:8], 16))
+            answers[inst.prompt] = task.format_answer(task.solver.random(inst.data, rng))
+        else:
+            answers[inst.prompt] = "I cannot solve this."
+    return answers
+
+
+def test_harness_scores_equal_mmnp_eval(small_dataset, tmp_path):
+    from mmnp.cli import app
+
+    instances = list(load_dataset(small_dataset))
+    answers = mixed_answers(instances)
+    with FakeOpenAI(lambda text, png: answers[text]) as server:
+        harness = subprocess.run(
+            [sys.executable, "-m", "lm_eval", "--model", "local-chat-completions",
+             "--model_args", f"base_url={server.url}/chat/completions,model=fake,num_concurrent=2,max_retries=1",
+             "--tasks", "mmnp_text", "--include_path", str(PATH), "--apply_chat_template",
+             "--metadata", json.dumps({"data": str(small_dataset)}), "--output_path", str(tmp_path / "lm")],
+            capture_output=True, text=True, timeout=600)
+        assert harness.returncode == 0, harness.stderr[-3000:]
+        asked = len(server.requests)
+        result = CliRunner().invoke(app, ["eval", "--model", "openai:fake", "--base-url", server.url, "--data",
+                                          str(small_dataset), "--difficulty", "easy,medium",
+                                          "--output-path", str(tmp_path / "mmnp")])
+        assert result.exit_code == 0, result.output
+    assert asked == len(instances) == 40
+    assert server.requests[0]["messages"][-1]["content"] in answers  # the harness sent mmnp's exact prompt
+    (lm_file,) = (tmp_path / "lm").rglob("results_*.json")
+    lm = json.loads(lm_file.read_text())["results"]
+    (mm_file,) = (tmp_path / "mmnp").rglob("results.json")
+    mm = json.loads(mm_file.read_text())["metrics"]["text"]
+    for task, scores in mm["tasks"].items():
+        assert lm[f"mmnp_text_{task}"]["sr,none"] == pytest.approx(scores["sr"], abs=1e-12), task
+        assert lm[f"mmnp_text_{task}"]["qr,none"] == pytest.approx(scores["qr"], abs=1e-12), task
+    assert lm["mmnp_text"]["sr,none"] == pytest.approx(mm["macro_over_tasks"]["sr"], abs=1e-12)
+    assert lm["mmnp_text"]["qr,none"] == pytest.approx(mm["macro_over_tasks"]["qr"], abs=1e-12)
+    assert 0 < mm["macro_over_tasks"]["sr"] < 1 and 0 < mm["macro_over_tasks"]["qr"]
+
+
+def _lmms_eval_runs() -> str | None:
+    """Why lmms-eval cannot run here, or None."""
+    try:
+        import filelock
+        import lmms_eval  # noqa: F401
+    except ImportError:
+        return "lmms-eval is not installed (pip install -e '.[lmms-eval]')"
+    if not hasattr(filelock, "_api"):
+        return f"lmms-eval 0.7 needs filelock<4 (filelock._api); filelock {filelock.__version__} is installed"
+    return None
+
+
+@pytest.mark.skipif(_lmms_eval_runs() is not None, reason=str(_lmms_eval_runs()))
+def test_lmms_eval_image_scores_equal_mmnp_eval(small_dataset, tmp_path):
+    import io
+    import os
+
+    from PIL import Image
+
+    from mmnp.cli import app
+    from mmnp.export import export_dataset
+    from mmnp.lmms_eval_tasks import PATH as LMMS_PATH
+
+    instances = list(load_dataset(small_dataset))
+    by_prompt = mixed_answers(instances)
+    pixels = lambda png: hashlib.sha256(Image.open(io.BytesIO(png)).convert("RGB").tobytes()).hexdigest()  # noqa: E731
+    answers = {pixels((small_dataset / i.image).read_bytes()): by_prompt[i.prompt] for i in instances}
+    export_dataset(small_dataset, tmp_path / "run" / "mmnp-export", "hf", "task")
+    with FakeOpenAI(lambda text, png: answers[pixels(png)]) as server:
+        harness = subprocess.run(
+            [sys.executable, "-m", "lmms_eval", "--model", "openai", "--model_args",
+             f"model_version=fake,base_url={server.url},api_key=x,num_concurrent=2,max_retries=1",
+             "--tasks", "mmnp_image", "--include_path", str(LMMS_PATH), "--output_path", str(tmp_path / "lmms")],
+            capture_output=True, text=True, timeout=900, cwd=tmp_path / "run", env=dict(os.environ, OPENAI_API_KEY="x"))
+        assert harness.returncode == 0, harness.stderr[-3000:]
+        assert server.images_seen == len(instances) == 40
+        result = CliRunner().invoke(app, ["eval", "--model", "openai:fake", "--base-url", server.url, "--data",
+                                          str(small_dataset), "--difficulty", "easy,medium", "--modality", "image",
+                                          "--output-path", str(tmp_path / "mmnp")])
+        assert result.exit_code == 0, result.output
+    (lmms_file,) = (tmp_path / "lmms").rglob("*results.json")
+    lmms = json.loads(lmms_file.read_text())["results"]
+    (mm_file,) = (tmp_path / "mmnp").rglob("results.json")
+    mm = json.loads(mm_file.read_text())["metrics"]["image"]
+    for task, scores in mm["tasks"].items():
+        assert lmms[f"mmnp_image_{task}"]["sr,none"] == pytest.approx(scores["sr"], abs=1e-12), task
+        assert lmms[f"mmnp_image_{task}"]["qr,none"] == pytest.approx(scores["qr"], abs=1e-12), task
+    assert lmms["mmnp_image"]["qr,none"] == pytest.approx(mm["macro_over_tasks"]["qr"], abs=1e-12)
+    assert 0 < mm["macro_over_tasks"]["sr"] < 1
+
+
+def test_docs_come_alike_from_a_folder_or_an_export(small_dataset, tmp_path):
+    from mmnp.export import export_dataset
+
+    export_dataset(small_dataset, tmp_path / "x", "hf", "task")
+    folder = load_docs(data=str(small_dataset), task="knapsack", difficulty="easy", version=1.0)["test"]
+    export = load_docs(data=str(tmp_path / "x"), task="knapsack", difficulty="easy")["test"]
+    assert folder.to_list() == export.to_list() and len(folder) == 2
+    assert {d["difficulty"] for d in load_docs(data=str(small_dataset), task="tsp")["test"]} == {"easy", "medium"}
+
+
+def test_process_results_scores_like_the_verifier(small_dataset):
+    inst = next(load_dataset(small_dataset, ["tsp"], ["easy"]))
+    doc = load_docs(data=str(small_dataset), task="tsp", difficulty="easy")["test"][0]
+    task = mmnp.get_task("tsp")
+    good = task.format_answer(inst.reference["heuristic"]["solution"])
+    assert process_results(doc, [good]) == {"sr": 1.0, "qr": 1.0}
+    assert process_results(doc, ["Answer: [0, 0]"]) == {"sr": 0.0, "qr": 0.0}
+
+
+def test_missing_data_is_one_clear_error():
+    with pytest.raises(UsageError, match="--metadata"):
+        load_docs(task="tsp")
