@@ -66,6 +66,8 @@ class GenerateSpec:
 # The canonical test set every leaderboard shares. Its benchmark_hash is in the README.
 PRESETS: dict[str, dict[str, Any]] = {
     "mm-np-bench-v1": {"tasks": "all", "difficulties": ("easy", "medium", "hard"), "count": 34, "seed": 2026},
+    # picture version 2 (see README): new instances, so results on it are never mixed with v1's
+    "mm-np-bench-v2": {"tasks": "all", "difficulties": ("easy", "medium", "hard"), "count": 34, "seed": 2027},
 }
 
 
@@ -96,8 +98,8 @@ def _build(job: tuple) -> tuple[str, bytes | None]:
                          time_limit=time_limit, **overrides)
     png = None
     if images:
-        png = task.render(inst, size)
-        inst = replace(inst, image=f"{name}/images/{inst.id}.png")
+        png, picture = task.picture(inst, size)
+        inst = replace(inst, image=f"{name}/images/{inst.id}.png", picture=picture)
     return json.dumps(inst.to_record(), ensure_ascii=False, separators=(",", ":")), png
 
 

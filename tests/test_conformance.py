@@ -246,7 +246,8 @@ def test_images_are_valid_pngs_of_the_configured_size(task, size):
     img = Image.open(io.BytesIO(png))
     img.verify()
     img = Image.open(io.BytesIO(png))
-    assert img.format == "PNG" and img.height == size and size <= img.width <= 2 * size
+    # the size is the width; a graph with an edge-list panel is taller, never past 1.5x
+    assert img.format == "PNG" and img.width == size and size * 0.5 <= img.height <= 1.5 * size
     assert len(img.getcolors(1 << 16)) >= 3, "the picture should not be blank"
 
 
