@@ -54,7 +54,8 @@ _PALETTE = [c for rgb in _palette_rgb for c in rgb]
 _PALETTE += [0] * (768 - len(_PALETTE))
 MIN_STROKE = 2  # px: no line, outline or glyph stem thinner, so a downscaled picture keeps them
 MIN_FONT = 14  # px at the default size
-MAX_ASPECT = 1.5  # a picture's height over its width at most (graphs with an edge-list panel)
+MAX_ASPECT = 1.5  # a picture's height over its width at most (graphs with an edge-list panel), from the
+# default size up; smaller pictures keep MIN_FONT and grow taller instead
 
 
 def class_colour(k: int) -> int:
