@@ -10,9 +10,9 @@ from mmnp.render import ORANGE, Canvas, draw_graph, graph_canvas
 
 GRAPH_IMAGE = (
     "The image shows an undirected graph; each circle is a vertex labelled with its id, each line an edge "
-    "(no line passes under a vertex it does not end at). A graph too dense to draw that way also has an edge "
-    "list under the drawing, which then gives the edges exactly: the row \"u: v, w\" lists the edges (u, v) and "
-    "(u, w), each edge once, under its smaller endpoint. "
+    "(no line passes under a vertex it does not end at). A graph too dense to draw that way shows its vertices "
+    "without lines and an edge list under them: the row \"u: v, w\" lists the edges (u, v) and (u, w), each "
+    "edge once, under its smaller endpoint. "
 )
 
 

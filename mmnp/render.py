@@ -244,8 +244,8 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
     """The canvas and vertex placement of a graph picture (edges not drawn yet).
 
     A layout meeting every invariant in `mmnp.layout` gets a square canvas; a graph too
-    dense for one gets its adjacency panel under a circle drawing (the panel is then what
-    determines the instance)."""
+    dense for one gets its labelled vertices on a circle, without edge lines, and the edge
+    list under them (the panel is then what determines the instance)."""
     scale = size / DEFAULT_SIZE
     top = round(38 * scale)
     box = (8 * scale, top, size - 8 * scale, size - 8 * scale)
@@ -299,7 +299,9 @@ def draw_graph(
     thin = max(MIN_STROKE, round(2 * scale))
     for u, v in edges:
         key = (u, v) if u < v else (v, u)
-        if key not in bold:
+        # with the edge-list panel only an answer's marked edges are drawn: lines through
+        # a crowded ring would suggest edges that are not there
+        if key not in bold and (drawing.panel is None or key in edge_colour):
             canvas.line((pos[u], pos[v]), edge_colour.get(key, GREY), thin)
     for u, v in bold:
         canvas.line((pos[u], pos[v]), edge_colour.get((u, v), RED), max(4, round(4 * scale)))

@@ -28,5 +28,4 @@ def test_pictures_read_back_at_512_px(task):
     inst = task.generate("medium", seed=0)
     png, picture = task.picture(inst)
     found, shown = recovered(task.name, inst.data, png, picture, LONG_SIDE)
-    assert found / shown >= (0.7 if task.name == "meeting_scheduling" else 0.95 if task.name in TABLES else 0.7), \
-        f"{found}/{shown}"
+    assert found / shown >= BAR.get(task.name, 0.7), f"{found}/{shown}"
