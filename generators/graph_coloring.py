@@ -8,7 +8,7 @@ import numpy as np
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
-from mmnp.generators.graphs import graph_picture, graph_text, marked, random_edges
+from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 from mmnp.render import Canvas, class_colour
 
 
@@ -27,11 +27,12 @@ PRESETS = {
 
 FORMAT = answer_instructions(
     "Give the colours as a list of positive integers, where the i-th entry is the colour of vertex i "
-    "(use as few distinct colours as you can). For example, for 4 vertices:",
+    "(use as few distinct colours as you can).",
     "[1, 2, 1, 3]",
+    "for 4 vertices",
 )
 IMAGE_PROMPT = (
-    "The image shows an undirected graph; each circle is a vertex labelled with its id. Colour every vertex "
+    GRAPH_IMAGE + "Colour every vertex "
     "so that two vertices joined by an edge have different colours, using as few colours as possible.\n" + FORMAT
 )
 

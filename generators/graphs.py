@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.render import ORANGE, Canvas, draw_graph
+from mmnp.render import ORANGE, Canvas, draw_graph, graph_canvas
+
+
+GRAPH_IMAGE = (
+    "The image shows an undirected graph; each circle is a vertex labelled with its id, each line an edge "
+    "(no line passes under a vertex it does not end at). A graph too dense to draw that way shows its vertices "
+    "without lines and an edge list under them: the row \"u: v, w\" lists the edges (u, v) and (u, w), each "
+    "edge once, under its smaller endpoint. "
+)
 
 
 def edge_list_text(edges: list[list[int]]) -> str:
@@ -18,15 +26,15 @@ def graph_text(data: dict) -> str:
             f"{len(data['edges'])} edges:\n{edge_list_text(data['edges'])}")
 
 
-def title(canvas: Canvas, text: str) -> None:
-    canvas.text((canvas.width / 2, 8), text, size=16, anchor="mt", bold=True)
+def graph_picture(data: dict, size: int, heading: str, extra_edges: list | None = None, **draw) -> Canvas:
+    """A graph task's picture: a title line, then the graph (see `draw_graph` for `draw`).
 
-
-def graph_picture(data: dict, size: int, heading: str, **draw) -> Canvas:
-    """A graph task's picture: a title line, then the graph (see `draw_graph` for `draw`)."""
-    canvas = Canvas(size, size)
-    title(canvas, f"{heading}: {data['n']} vertices, {len(data['edges'])} edges")
-    draw_graph(canvas, data["n"], draw.pop("edges", data["edges"]), (0, 30, size, size), **draw)
+    The vertex placement depends on the instance's edges only, so an answer drawn over it
+    (`extra_edges`: pairs an answer needs but the graph lacks) leaves every vertex in place."""
+    canvas, drawing = graph_canvas(data["n"], data["edges"], size,
+                                   f"{heading}: {data['n']} vertices, {len(data['edges'])} edges")
+    draw_graph(canvas, drawing, data["edges"] + [list(e) for e in extra_edges or ()], **draw)
+    canvas.layout = drawing.to_record()
     return canvas
 
 

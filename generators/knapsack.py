@@ -27,7 +27,7 @@ PRESETS = {
 }
 
 FORMAT = answer_instructions(
-    "Give the chosen items as a list of item ids, each at most once. For example:",
+    "Give the chosen items as a list of item ids, each at most once.",
     "[0, 3, 4]",
 )
 IMAGE_PROMPT = (

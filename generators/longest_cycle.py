@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import graph_picture, graph_text, marked, random_edges
+from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import BLUE, Canvas
 
@@ -26,11 +26,11 @@ PRESETS = {
 
 FORMAT = answer_instructions(
     "Give the cycle as a list of vertex ids in order, each at most once (the edge from the last back to the "
-    "first is implied and must exist). For example:",
+    "first is implied and must exist).",
     "[0, 3, 5, 2]",
 )
 IMAGE_PROMPT = (
-    "The image shows an undirected graph; each circle is a vertex labelled with its id. Find the longest simple "
+    GRAPH_IMAGE + "Find the longest simple "
     "cycle: at least 3 distinct vertices, each consecutive pair joined by an edge, and an edge from the last "
     "vertex back to the first. Its length is its number of vertices.\n" + FORMAT
 )
@@ -66,5 +66,5 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     path = [v for v in solution or () if isinstance(v, int) and 0 <= v < n]
     used = [(min(a, b), max(a, b)) for a, b in zip(path, path[1:] + path[:1]) if a != b]
     colours = {e: BLUE for e in used if e not in missing}
-    return graph_picture(data, size, "Longest cycle", edges=data["edges"] + [list(e) for e in missing],
+    return graph_picture(data, size, "Longest cycle", extra_edges=missing,
                          edge_colour=colours, bold_edges=used, ringed=marked(violations, "repeated_vertex"))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import chosen_fill, graph_picture, graph_text, marked, random_edges
+from mmnp.generators.graphs import GRAPH_IMAGE, chosen_fill, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas
 
@@ -27,11 +27,11 @@ PRESETS = {
 }
 
 FORMAT = answer_instructions(
-    "Give the clique as a list of vertex ids, each at most once. For example:",
+    "Give the clique as a list of vertex ids, each at most once.",
     "[1, 4, 6]",
 )
 IMAGE_PROMPT = (
-    "The image shows an undirected graph; each circle is a vertex labelled with its id. Find a largest clique: "
+    GRAPH_IMAGE + "Find a largest clique: "
     "a set of vertices in which every two are joined by an edge.\n" + FORMAT
 )
 
@@ -55,6 +55,6 @@ def prompt(data: dict) -> str:
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
     apart = [tuple(p) for p in marked(violations, "not_adjacent")]  # drawn where an edge is missing
-    return graph_picture(data, size, "Maximum clique", edges=data["edges"] + [list(p) for p in apart],
+    return graph_picture(data, size, "Maximum clique", extra_edges=apart,
                          node_fill=chosen_fill(solution, data["n"]), bold_edges=apart,
                          ringed=marked(violations, "repeated_vertex"))

@@ -9,8 +9,8 @@ import numpy as np
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
-from mmnp.render import (BLACK, DARK_GREY, GREEN, GREY, LIGHT_GREY, RED, Canvas, class_colour,
-                         draw_table)
+from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, GREEN, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
+                         class_colour, draw_table)
 from mmnp.generators.meetings import hhmm, minutes
 
 NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lea"]
@@ -35,7 +35,7 @@ PRESETS = {
 
 FORMAT = answer_instructions(
     'Give the schedule as a list of (meeting id, room id, "HH:MM" start time) entries; leave out meetings you '
-    "do not schedule. For example:",
+    "do not schedule.",
     '[(0, 1, "09:30"), (2, 0, "13:00")]',
 )
 RULES = (
@@ -46,7 +46,8 @@ RULES = (
     "another starts."
 )
 IMAGE_PROMPT = (
-    "The image shows each person's availability over the working day (green bars), the rooms with their "
+    "The image shows each person's availability over the working day (green bars on a 30-minute grid: every "
+    "window starts and ends on a grid line, hours labelled HH:MM and half hours :30), the rooms with their "
     "capacities, and the meetings with their durations and attendees. " + RULES + "\n" + FORMAT
 )
 
@@ -126,67 +127,77 @@ def prompt(data: dict) -> str:
 
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
-    """Availability timelines per person, a Gantt row per room (the answer's bookings, when
-    given), and the meetings table."""
+    """Availability timelines per person on a ticked 30-minute grid (every window starts
+    and ends on a labelled tick), a Gantt row per room (the answer's bookings, when given),
+    and the meetings table, on a square canvas."""
     people, rooms, meetings = data["people"], data["rooms"], data["meetings"]
-    width = int(size * 1.3)
-    canvas = Canvas(width, size)
+    s = size / DEFAULT_SIZE
+    canvas = Canvas(size, size)
     day0, day1 = (minutes(t) for t in data["day"])
-    left, right = 150, width - 20
+    font = max(MIN_FONT, round(16 * s))
+    tick_font = max(MIN_FONT, round(15 * s))
+    left = 8 * s + max(canvas.text_width(f"Room {j} ({r['capacity']} seats)", font) for j, r in enumerate(rooms))
+    left = max(left, 8 * s + max(canvas.text_width(f"{p['name']} ({i})", font) for i, p in enumerate(people))) + 10 * s
+    right = size - 24 * s
     x_of = lambda t: left + (t - day0) / (day1 - day0) * (right - left)  # noqa: E731
-    row = max(18, min(30, int(size / 26)))
-    font = max(11, int(row * 0.55))
-    canvas.text((width / 2, 8), f"Meeting scheduling: working day {data['day'][0]}-{data['day'][1]}",
-                size=20, anchor="mt", bold=True)
-
+    table_rows = len(meetings) + 1
+    lines = len(people) + len(rooms) + table_rows
+    row = min(round(34 * s), int((size - 190 * s) / lines))
+    canvas.text((size / 2, 8 * s), f"Meeting scheduling: working day {data['day'][0]}-{data['day'][1]}",
+                size=max(MIN_FONT + 2, round(19 * s)), anchor="mt", bold=True)
     bad_meetings = {x[0] for v in violations for x in v.where if isinstance(x, tuple)
                     and v.kind in ("outside_day", "unavailable_attendee", "over_capacity")}
     bad_meetings |= {m for v in violations if v.kind in ("room_conflict", "attendee_conflict")
                      for x in v.where for m in x[1:3]}
     bookings = [(m, r, minutes(s)) for m, r, s in solution or ()
                 if 0 <= m < len(meetings) and 0 <= r < len(rooms)]
+    first_tick = day0 + (-day0) % SLOT
 
     def axis(y: float, height: float) -> None:
-        for t in range(day0 - day0 % 60 + (60 if day0 % 60 else 0), day1 + 1, 60):
-            canvas.line(((x_of(t), y), (x_of(t), y + height)), LIGHT_GREY)
-            canvas.text((x_of(t), y - 3), hhmm(t), size=font - 1, colour=DARK_GREY, anchor="mb")
+        """The 30-minute grid: a line per tick, hours labelled "HH:MM", half hours ":30"."""
+        for t in range(first_tick, day1 + 1, SLOT):
+            hour = t % 60 == 0
+            canvas.line(((x_of(t), y - 4 * s), (x_of(t), y + height)), GREY if hour else LIGHT_GREY)
+            label = hhmm(t) if hour else f":{t % 60:02d}"
+            canvas.text((x_of(t), y - 5 * s), label, size=tick_font if hour else tick_font - 2,
+                        colour=BLACK if hour else DARK_GREY, anchor="mb")
 
     def booking(m: int, start: int, y: float) -> None:
         x0, x1 = x_of(start), x_of(start + meetings[m]["duration"])
         canvas.rect((x0 + 1, y + 3, x1 - 1, y + row - 3), fill=class_colour(m),
-                    outline=RED if m in bad_meetings else BLACK, width=3 if m in bad_meetings else 1)
-        canvas.text(((x0 + x1) / 2, y + row / 2), f"M{m}", size=font, anchor="mm", bold=True)
+                    outline=RED if m in bad_meetings else BLACK, width=3 if m in bad_meetings else 2)
+        canvas.text(((x0 + x1) / 2, y + row / 2), f"M{m}", size=font, anchor="mm", bold=True, bg=class_colour(m))
 
-    y = 40
-    canvas.text((10, y + 6), "Availability", size=font + 2, bold=True)
-    y += row + 8
+    y = 40 * s
+    canvas.text((8 * s, y), f"Availability (green; {SLOT}-minute grid)", size=font + 1, bold=True)
+    y += font + 30 * s
     axis(y, row * len(people))
     for i, p in enumerate(people):
-        canvas.text((left - 8, y + row / 2), f"{p['name']} ({i})", size=font, anchor="rm")
+        canvas.text((left - 8 * s, y + row / 2), f"{p['name']} ({i})", size=font, anchor="rm")
         canvas.rect((left, y + row / 2 - 1, right, y + row / 2 + 1), fill=LIGHT_GREY)
         for a, b in p["available"]:
-            canvas.rect((x_of(minutes(a)), y + 5, x_of(minutes(b)), y + row - 5), fill=GREEN)
+            canvas.rect((x_of(minutes(a)), y + 5 * s, x_of(minutes(b)), y + row - 5 * s), fill=GREEN, outline=BLACK)
         for m, _, start in bookings:
             if i in meetings[m]["attendees"]:
                 booking(m, start, y)
         y += row
-    y += 12
-    canvas.text((10, y + 6), "Rooms" + (" (the answer's bookings)" if solution is not None else ""),
-                size=font + 2, bold=True)
-    y += row + 8
+    y += 10 * s
+    canvas.text((8 * s, y), "Rooms" + (" (the answer's bookings)" if solution is not None else ""),
+                size=font + 1, bold=True)
+    y += font + 30 * s
     axis(y, row * len(rooms))
     for j, r in enumerate(rooms):
-        canvas.text((left - 8, y + row / 2), f"Room {j} ({r['capacity']} seats)", size=font, anchor="rm")
+        canvas.text((left - 8 * s, y + row / 2), f"Room {j} ({r['capacity']} seats)", size=font, anchor="rm")
         canvas.rect((left, y + 2, right, y + row - 2), outline=GREY)
         for m, room, start in bookings:
             if room == j:
                 booking(m, start, y)
         y += row
-    y += 12
-    canvas.text((10, y), "Meetings", size=font + 2, bold=True)
+    y += 10 * s
+    canvas.text((8 * s, y), "Meetings", size=font + 1, bold=True)
     names = [p["name"] for p in people]
     table_rows = [[f"M{i}", f"{m['duration']} min", ", ".join(names[a] for a in m["attendees"]),
                    str(len(m["attendees"]))] for i, m in enumerate(meetings)]
-    draw_table(canvas, (10, y + row, width - 10, size - 8), ["meeting", "duration", "attendees", "people"],
-               table_rows, max_font=font + 3)
+    draw_table(canvas, (8 * s, y + font + 8 * s, size - 8 * s, size - 6 * s),
+               ["meeting", "duration", "attendees", "people"], table_rows, max_font=font + 2, min_font=MIN_FONT)
     return canvas

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import graph_picture, graph_text, marked, random_edges
+from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas, class_colour
 
@@ -26,11 +26,12 @@ PRESETS = {
 }
 
 FORMAT = answer_instructions(
-    "Give one half as a list of vertex ids (the other half is every other vertex). For example, for 6 vertices:",
+    "Give one half as a list of vertex ids (the other half is every other vertex).",
     "[0, 2, 3]",
+    "for 6 vertices",
 )
 IMAGE_PROMPT = (
-    "The image shows an undirected graph; each circle is a vertex labelled with its id. Split the vertices into "
+    GRAPH_IMAGE + "Split the vertices into "
     "two halves of equal size (sizes may differ by one when the number of vertices is odd) so that as few edges "
     "as possible join the two halves.\n" + FORMAT
 )

@@ -26,7 +26,7 @@ PRESETS = {
 }
 
 FORMAT = answer_instructions(
-    "Give the chosen subsets as a list of subset ids, each at most once. For example:",
+    "Give the chosen subsets as a list of subset ids, each at most once.",
     "[0, 3, 7]",
 )
 IMAGE_PROMPT = (

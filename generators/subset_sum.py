@@ -26,7 +26,7 @@ PRESETS = {
 }
 
 FORMAT = answer_instructions(
-    "Give the chosen numbers by their indices (0-based), each index at most once. For example:",
+    "Give the chosen numbers by their indices (0-based), each index at most once.",
     "[0, 2, 5]",
 )
 IMAGE_PROMPT = (

@@ -8,7 +8,8 @@ import numpy as np
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
-from mmnp.render import BLUE, BLACK, DARK_GREY, GREY, LIGHT_GREY, RED, Canvas, draw_table
+from mmnp.render import (BLACK, BLUE, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
+                         draw_table, table_height)
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,9 @@ DISTANCE_RULE = (
 )
 FORMAT = answer_instructions(
     "Give the tour as a list of city ids in visiting order, every city exactly once "
-    "(the return to the first city is implied). For example, for 4 cities:",
+    "(the return to the first city is implied).",
     "[0, 2, 3, 1]",
+    "for 4 cities",
 )
 IMAGE_PROMPT = (
     "The image shows cities on a plane with integer coordinates, and a table of their exact coordinates. "
@@ -63,20 +65,30 @@ def prompt(data: dict) -> str:
 
 def render(data: dict, size: int, solution: list[int] | None = None,
            violations: tuple[Violation, ...] = ()) -> Canvas:
-    """Cities on a labelled coordinate grid (left) and their exact coordinates (right)."""
+    """Cities on a labelled coordinate grid with their exact coordinates in a table under
+    it, on a square canvas (a wide one loses its table first when a client downscales).
+    Each label sits on the side of its dot that keeps it off every other city's dot."""
     coords, grid = data["coords"], data["grid"]
     n = len(coords)
-    table_w = int(size * 0.45)
-    canvas = Canvas(size + table_w, size)
-    m = 44  # margin for axis labels
-    scale = (size - 2 * m) / grid
-    to_px = lambda x, y: (m + x * scale, size - m - y * scale)  # noqa: E731
+    s = size / DEFAULT_SIZE
+    canvas = Canvas(size, size)
+    rows = [[str(i), str(x), str(y)] for i, (x, y) in enumerate(coords)]
+    header = ["city", "x", "y"]
+    font_size = max(MIN_FONT, round(18 * s))
+    table_h = table_height(canvas, size - 16 * s, header, rows, font_size)
+    plot = size - table_h - 16 * s  # the plot's side, axis labels included
+    m = round(40 * s)  # margin for axis labels
+    x_left = (size - plot) / 2
+    scale = (plot - 2 * m) / grid
+    to_px = lambda x, y: (x_left + m + x * scale, plot - m - y * scale + 4 * s)  # noqa: E731
     step = 10 if grid <= 150 else 50
+    tick = max(MIN_FONT, round(14 * s))
     for t in range(0, grid + 1, step):
         canvas.line((to_px(t, 0), to_px(t, grid)), LIGHT_GREY)
         canvas.line((to_px(0, t), to_px(grid, t)), LIGHT_GREY)
-        canvas.text((to_px(t, 0)[0], size - m + 8), str(t), size=12, colour=DARK_GREY, anchor="mt")
-        canvas.text((m - 8, to_px(0, t)[1]), str(t), size=12, colour=DARK_GREY, anchor="rm")
+        if t % (2 * step) == 0:
+            canvas.text((to_px(t, 0)[0], to_px(t, 0)[1] + 6 * s), str(t), size=tick, colour=DARK_GREY, anchor="mt")
+            canvas.text((to_px(0, t)[0] - 6 * s, to_px(0, t)[1]), str(t), size=tick, colour=DARK_GREY, anchor="rm")
     canvas.rect((*to_px(0, grid), *to_px(grid, 0)), outline=GREY)
     pts = [to_px(x, y) for x, y in coords]
     if solution:
@@ -84,12 +96,43 @@ def render(data: dict, size: int, solution: list[int] | None = None,
         for a, b in zip(tour, tour[1:] + tour[:1]):
             canvas.arrow(pts[a], pts[b], BLUE, width=2, shorten=6)
     flagged = {c for v in violations for c in v.where if isinstance(c, int) and 0 <= c < n}
+    dot = max(4.0, 4.5 * s)
+    label = max(MIN_FONT, round(15 * s))
     for i, p in enumerate(pts):
         if i in flagged:
-            canvas.circle(p, 11, outline=RED, width=3)
-        canvas.circle(p, 4.5, fill=BLACK, outline=BLACK)
-        canvas.text((p[0] + 6, p[1] - 5), str(i), size=15, anchor="lb", bold=True)
-    rows = [[str(i), str(x), str(y)] for i, (x, y) in enumerate(coords)]
-    draw_table(canvas, (size + 4, 12, size + table_w - 8, size - 12), ["city", "x", "y"], rows,
-               row_fill={i: 10 for i in flagged}, max_font=16)
+            canvas.circle(p, 11 * s, outline=RED, width=3)
+        canvas.circle(p, dot, fill=BLACK, outline=BLACK)
+    for i, (xy, anchor) in enumerate(label_positions(canvas, pts, dot, label)):
+        canvas.text(xy, str(i), size=label, anchor=anchor, bold=True)
+    draw_table(canvas, (8 * s, size - table_h - 8 * s, size - 8 * s, size - 8 * s), header, rows,
+               row_fill={i: FAINT_RED for i in flagged}, max_font=font_size, min_font=font_size)
     return canvas
+
+
+def label_positions(canvas: Canvas, pts: list[tuple[float, float]], dot: float,
+                    size: int) -> list[tuple[tuple[float, float], str]]:
+    """For each city, the first of eight spots around its dot where the label's box keeps
+    clear of every other dot (and of the labels placed before it, when it can)."""
+    centres = np.array(pts)
+    gap = dot + 2
+    spots = [((gap, -gap), "lb"), ((gap, gap), "lt"), ((-gap, -gap), "rb"), ((-gap, gap), "rt"),
+             ((0, -gap - 1), "mb"), ((0, gap + 1), "mt"), ((gap + 1, 0), "lm"), ((-gap - 1, 0), "rm")]
+    placed: list[tuple[float, float, float, float]] = []
+    out = []
+    for i, (x, y) in enumerate(pts):
+        others = np.delete(centres, i, axis=0)
+        choice, fallback = None, None
+        for (dx, dy), anchor in spots:
+            box = canvas.text_box((x + dx, y + dy), str(i), size, anchor, bold=True)
+            # distance from every other dot to the box, against the dot's radius plus a pixel
+            cx = np.clip(others[:, 0], box[0], box[2])
+            cy = np.clip(others[:, 1], box[1], box[3])
+            if (np.hypot(others[:, 0] - cx, others[:, 1] - cy) <= dot + 1).any():
+                continue
+            fallback = fallback or ((x + dx, y + dy), anchor)
+            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+                choice = ((x + dx, y + dy), anchor)
+                placed.append(box)
+                break
+        out.append(choice or fallback or (((x + gap, y - gap)), "lb"))
+    return out

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import chosen_fill, graph_picture, graph_text, marked, random_edges
+from mmnp.generators.graphs import GRAPH_IMAGE, chosen_fill, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas
 
@@ -26,11 +26,11 @@ PRESETS = {
 }
 
 FORMAT = answer_instructions(
-    "Give the cover as a list of vertex ids, each at most once. For example:",
+    "Give the cover as a list of vertex ids, each at most once.",
     "[0, 3, 4]",
 )
 IMAGE_PROMPT = (
-    "The image shows an undirected graph; each circle is a vertex labelled with its id. Find a smallest "
+    GRAPH_IMAGE + "Find a smallest "
     "vertex cover: a set of vertices such that every edge has at least one endpoint in the set.\n" + FORMAT
 )
 

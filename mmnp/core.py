@@ -129,7 +129,9 @@ class Instance:
 
     `reference` = {"heuristic": {"objective", "solution"},
                    "optimal": {"objective", "solution", "proven"} or None}.
-    `image` is the PNG's path relative to the dataset folder (None when not rendered).
+    `image` is the PNG's path relative to the dataset folder (None when not rendered);
+    `picture` describes it (`mmnp.task.Task.picture`): size, and for graphs the vertex
+    placement, so the drawing's invariants can be re-checked from the record.
     """
 
     id: str
@@ -143,6 +145,7 @@ class Instance:
     image_prompt: str
     reference: dict
     image: str | None = None
+    picture: dict | None = None
 
     def to_record(self) -> dict:
         return {
@@ -155,6 +158,7 @@ class Instance:
             "hash": self.hash,
             "prompt": self.prompt,
             "image": self.image,
+            "picture": self.picture,
             "image_prompt": self.image_prompt,
             "reference": self.reference,
         }
@@ -180,6 +184,7 @@ class Instance:
                 image_prompt=record["image_prompt"],
                 reference=record["reference"],
                 image=record.get("image"),
+                picture=record.get("picture"),
             )
         except KeyError as missing:
             raise ValueError(f"instance record lacks the field {missing}; was it written by `mmnp generate`?") from None

@@ -140,6 +140,9 @@ def _top(value: Any) -> float:
 PRESETS: dict[str, dict[str, Any]] = {
     "mm-np-bench-v1": {"tasks": "all", "difficulties": ("easy", "medium", "hard"), "count": 34, "seed": 2026,
                        "benchmark_hash": "c7187f83da02726244bfe1880c7b0d18d3572cdcb66b295c1e5c4c6ed8d57d85"},
+    # picture version 2 (see README): new instances, so results on it are never mixed with v1's
+    "mm-np-bench-v2": {"tasks": "all", "difficulties": ("easy", "medium", "hard"), "count": 34, "seed": 2027,
+                       "benchmark_hash": "acc2d26fb995068525943310b5380c2f7e84d5983bb9521f91ff483178e30a0e"},
 }
 
 
@@ -207,8 +210,8 @@ def _build(job: tuple) -> tuple[str, bytes | None]:
         raise UsageError(f"{id}: {e}") from None
     png = None
     if images:
-        png = task.render(inst, size)
-        inst = replace(inst, image=f"{name}/images/{inst.id}.png")
+        png, picture = task.picture(inst, size)
+        inst = replace(inst, image=f"{name}/images/{inst.id}.png", picture=picture)
     return json.dumps(inst.to_record(), ensure_ascii=False, separators=(",", ":")), png
 
 

@@ -15,7 +15,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+
+from mmnp.layout import Geometry, circle, place
 
 DEFAULT_SIZE = 768
 
@@ -32,8 +35,27 @@ CLASS_COLOURS = [
     (253, 180, 98), (179, 222, 105), (252, 205, 229), (188, 128, 189), (204, 235, 197), (255, 237, 111),
 ]
 CLASS_BASE = len(_BASE)
-_PALETTE = [c for rgb in _BASE + CLASS_COLOURS for c in rgb]
+_COLOURS = _BASE + CLASS_COLOURS
+# Anti-aliased text on a palette canvas: glyph edges take one of AA_LEVELS - 1 blends of
+# the text colour with the colour under the text, each a fixed palette entry.
+AA_LEVELS = 4
+_RAMP_TEXT = (BLACK, DARK_GREY, WHITE)
+_RAMP_BG = {BLACK: range(len(_COLOURS)), DARK_GREY: range(len(_COLOURS)), WHITE: (GREEN, RED, BLUE, BLACK, DARK_GREY)}
+_RAMP: dict[tuple[int, int], int] = {}  # (text, background) -> palette index of the first blend
+_palette_rgb = list(_COLOURS)
+for _fg in _RAMP_TEXT:
+    for _bg in _RAMP_BG[_fg]:
+        _RAMP[_fg, _bg] = len(_palette_rgb)
+        for _k in range(1, AA_LEVELS):
+            _palette_rgb.append(tuple(round(_COLOURS[_bg][c] + (_COLOURS[_fg][c] - _COLOURS[_bg][c]) * _k / AA_LEVELS)
+                                      for c in range(3)))
+assert len(_palette_rgb) <= 256
+_PALETTE = [c for rgb in _palette_rgb for c in rgb]
 _PALETTE += [0] * (768 - len(_PALETTE))
+MIN_STROKE = 2  # px: no line, outline or glyph stem thinner, so a downscaled picture keeps them
+MIN_FONT = 14  # px at the default size
+MAX_ASPECT = 1.5  # a picture's height over its width at most (graphs with an edge-list panel), from the
+# default size up; smaller pictures keep MIN_FONT and grow taller instead
 
 
 def class_colour(k: int) -> int:
@@ -62,15 +84,26 @@ def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont | ImageFont.Im
 
 
 @lru_cache(maxsize=50_000)
-def _text_mask(s: str, size: int, bold: bool, anchor: str) -> tuple[Image.Image, int, int]:
-    """A string drawn once as a 1-bit mask with its offset from the anchor point: labels
-    repeat across images (ids, small numbers), and pasting a mask is far cheaper than
-    rasterising glyphs again."""
+def _text_tile(s: str, size: int, bold: bool, anchor: str, colour: int, bg: int) -> tuple[Image.Image, Image.Image, int, int]:
+    """A string drawn once, anti-aliased, as a palette tile and its 1-bit footprint with
+    its offset from the anchor point: labels repeat across images (ids, small numbers), and
+    pasting a tile is far cheaper than rasterising glyphs again. Partly covered pixels take
+    the blend of `colour` over `bg` (a solid colour where no blend is in the palette)."""
     f = font(size, bold)
     left, top, right, bottom = f.getbbox(s, anchor=anchor)
-    mask = Image.new("1", (max(1, right - left), max(1, bottom - top)), 0)
-    ImageDraw.Draw(mask).text((-left, -top), s, fill=1, font=f, anchor=anchor)
-    return mask, left, top
+    w, h = max(1, right - left), max(1, bottom - top)
+    grey = Image.new("L", (w, h), 0)
+    ImageDraw.Draw(grey).text((-left, -top), s, fill=255, font=f, anchor=anchor)
+    level = grey.point([min(AA_LEVELS, (v * AA_LEVELS + 127) // 255) for v in range(256)])
+    ramp = _RAMP.get((colour, bg))
+    if ramp is None:  # no blends for this pair: solid from half coverage
+        lut = [bg] + [bg if k < AA_LEVELS / 2 else colour for k in range(1, AA_LEVELS)] + [colour]
+    else:
+        lut = [bg] + [ramp + k - 1 for k in range(1, AA_LEVELS)] + [colour]
+    indices = level.point(lut + [colour] * (256 - len(lut)))
+    tile = Image.frombytes("P", (w, h), indices.tobytes())
+    footprint = level.point(lambda v: 255 if v else 0).convert("1")
+    return tile, footprint, left, top
 
 
 @lru_cache(maxsize=50_000)
@@ -86,26 +119,34 @@ class Canvas:
         self.image = Image.new("P", (width, height), WHITE)
         self.image.putpalette(_PALETTE)
         self.draw = ImageDraw.Draw(self.image)
+        self.layout: dict | None = None  # where a graph picture put its vertices (see GraphDrawing)
 
     def text(self, xy: tuple[float, float], s: str, size: int = 14, colour: int = BLACK,
-             anchor: str = "la", bold: bool = False) -> None:
-        mask, left, top = _text_mask(s, size, bold, anchor)
-        self.image.paste(colour, (round(xy[0] + left), round(xy[1] + top)), mask)
+             anchor: str = "la", bold: bool = False, bg: int = WHITE) -> None:
+        """Anti-aliased text; `bg` is the fill it is drawn on (its edges blend into it)."""
+        tile, footprint, left, top = _text_tile(s, size, bold, anchor, colour, bg)
+        self.image.paste(tile, (round(xy[0] + left), round(xy[1] + top)), footprint)
 
     def text_width(self, s: str, size: int, bold: bool = False) -> float:
         return _text_width(s, size, bold)
 
-    def line(self, points: Sequence[tuple[float, float]], colour: int = BLACK, width: int = 1) -> None:
-        self.draw.line(list(points), fill=colour, width=width)
+    def text_box(self, xy: tuple[float, float], s: str, size: int, anchor: str = "la",
+                 bold: bool = False) -> tuple[float, float, float, float]:
+        """The box the text would cover, drawn at xy."""
+        left, top, right, bottom = font(size, bold).getbbox(s, anchor=anchor)
+        return (xy[0] + left, xy[1] + top, xy[0] + right, xy[1] + bottom)
+
+    def line(self, points: Sequence[tuple[float, float]], colour: int = BLACK, width: int = MIN_STROKE) -> None:
+        self.draw.line(list(points), fill=colour, width=max(MIN_STROKE, width))
 
     def rect(self, box: tuple[float, float, float, float], fill: int | None = None,
-             outline: int | None = None, width: int = 1) -> None:
-        self.draw.rectangle(box, fill=fill, outline=outline, width=width)
+             outline: int | None = None, width: int = MIN_STROKE) -> None:
+        self.draw.rectangle(box, fill=fill, outline=outline, width=max(MIN_STROKE, width))
 
     def circle(self, centre: tuple[float, float], r: float, fill: int | None = None,
-               outline: int | None = BLACK, width: int = 1) -> None:
+               outline: int | None = BLACK, width: int = MIN_STROKE) -> None:
         x, y = centre
-        self.draw.ellipse((x - r, y - r, x + r, y + r), fill=fill, outline=outline, width=width)
+        self.draw.ellipse((x - r, y - r, x + r, y + r), fill=fill, outline=outline, width=max(MIN_STROKE, width))
 
     def arrow(self, a: tuple[float, float], b: tuple[float, float], colour: int, width: int = 2,
               head: float = 9.0, shorten: float = 0.0) -> None:
@@ -127,53 +168,188 @@ class Canvas:
         return buf.getvalue()
 
 
-def circle_layout(n: int, cx: float, cy: float, radius: float) -> list[tuple[float, float]]:
-    """Vertices evenly on a circle, vertex 0 at the top, clockwise: never two nodes overlap."""
-    return [(cx + radius * math.sin(2 * math.pi * i / n), cy - radius * math.cos(2 * math.pi * i / n)) for i in range(n)]
+class GraphDrawing:
+    """Where a graph picture put its vertices: what the record stores so anyone can
+    re-check the drawing's invariants (`mmnp.layout.faults`)."""
+
+    def __init__(self, centres: np.ndarray, geometry: Geometry, unambiguous: bool, panel: tuple | None) -> None:
+        self.centres, self.geometry, self.unambiguous, self.panel = centres, geometry, unambiguous, panel
+
+    def to_record(self) -> dict:
+        x0, y0, x1, y1 = self.geometry.box
+        return {"centres": [[float(x), float(y)] for x, y in self.centres], "radius": self.geometry.radius,
+                "margin": self.geometry.margin, "box": [x0, y0, x1, y1], "edges_unambiguous": self.unambiguous,
+                "adjacency_panel": self.panel is not None}
 
 
-def node_radius(n: int, radius: float) -> float:
-    return max(9.0, min(20.0, math.pi * radius / max(n, 1) * 0.8))
+def graph_geometry(n: int, box: tuple[float, float, float, float], scale: float) -> Geometry:
+    """Disc radius and margin for n vertices: big enough for a 2-digit label of at least
+    MIN_FONT px (bold), bigger for small graphs."""
+    x0, y0, x1, y1 = box
+    roomy = min(x1 - x0, y1 - y0) * 0.9 / max(n, 1) ** 0.5 / 3.2
+    radius = round(max(15 * scale, min(24 * scale, roomy)), 2)
+    return Geometry(radius=radius, margin=round(max(4.0, 4 * scale), 2), box=box)
+
+
+def label_size(radius: float) -> int:
+    """Font size of the vertex labels: a 2-digit bold label fits inside the disc."""
+    return max(MIN_FONT, int(radius * 1.05))
+
+
+def adjacency_rows(n: int, edges: Iterable[Sequence[int]]) -> list[str]:
+    """Each edge once, under its smaller endpoint: "3: 7, 12, 20" is the edges (3, 7), (3, 12), (3, 20)."""
+    larger: list[list[int]] = [[] for _ in range(n)]
+    for u, v in edges:
+        a, b = (u, v) if u < v else (v, u)
+        larger[a].append(b)
+    return [f"{u}: " + ", ".join(str(v) for v in sorted(vs)) for u, vs in enumerate(larger) if vs]
+
+
+def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tuple[int, float, list[list[str]]]:
+    """Columns of rows (long rows wrapped, continuation lines indented, a row never split
+    across columns) with the fewest lines in the tallest column."""
+    best = None
+    for ncols in range(1, 6):
+        col_w = (canvas_w - 2 * pad) / ncols - size
+        blocks: list[list[str]] = []
+        for row in rows:
+            head, *rest = row.split(" ")
+            block, line = [], head
+            for tok in rest:
+                if _text_width(line + " " + tok, size, False) > col_w and line.strip() != head:
+                    block.append(line)
+                    line = "    " + tok
+                else:
+                    line += " " + tok
+            block.append(line)
+            blocks.append(block)
+        if any(_text_width(line, size, False) > col_w for block in blocks for line in block):
+            continue
+        target = math.ceil(sum(map(len, blocks)) / ncols)
+        while True:
+            cols: list[list[str]] = [[]]
+            for block in blocks:
+                if cols[-1] and len(cols[-1]) + len(block) > target:
+                    cols.append([])
+                cols[-1].extend(block)
+            if len(cols) <= ncols:
+                break
+            target += 1
+        if best is None or target < best[0]:
+            best = (target, col_w + size, cols)
+    return best
+
+
+def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple[Canvas, GraphDrawing]:
+    """The canvas and vertex placement of a graph picture (edges not drawn yet).
+
+    A layout meeting every invariant in `mmnp.layout` gets a square canvas; a graph too
+    dense for one gets its labelled vertices on a circle, without edge lines, and the edge
+    list under them (the panel is then what determines the instance)."""
+    scale = size / DEFAULT_SIZE
+    top = round(38 * scale)
+    box = (8 * scale, top, size - 8 * scale, size - 8 * scale)
+    geo = graph_geometry(n, box, scale)
+    pos, ok = place(n, edges, geo)
+    panel = None
+    if not ok:
+        geo = Geometry(radius=round(15 * scale, 2), margin=geo.margin, box=box)
+        ring = n * (2 * geo.radius + geo.margin + 2) / (2 * math.pi) + geo.radius + 2
+        side = min(size - top - 8 * scale, 2 * ring)
+        box = (size / 2 - side / 2, top, size / 2 + side / 2, top + side)
+        geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
+        pos = np.round(circle(n, geo), 2)
+        panel_top = box[3] + 12 * scale
+        rows = adjacency_rows(n, edges)
+        for font_size in range(max(MIN_FONT, round(18 * scale)), MIN_FONT - 1, -1):  # tallest: 1.5 x size
+            per, col_w, cols = _panel_layout(size, rows, font_size, 12 * scale)
+            line_h = round(font_size * 1.35)
+            height = math.ceil(panel_top + 2 * line_h + per * line_h + 10 * scale)
+            if height <= MAX_ASPECT * size:
+                break
+        panel = (panel_top, font_size, line_h, col_w, cols)
+    else:
+        height = size
+    canvas = Canvas(size, height)
+    canvas.text((size / 2, 8 * scale), title, size=max(MIN_FONT + 2, round(18 * scale)), anchor="mt", bold=True)
+    return canvas, GraphDrawing(pos, geo, ok, panel)
 
 
 def draw_graph(
     canvas: Canvas,
-    n: int,
+    drawing: GraphDrawing,
     edges: Iterable[Sequence[int]],
-    box: tuple[float, float, float, float],
     *,
     node_fill: Sequence[int] | None = None,
     edge_colour: dict[tuple[int, int], int] | None = None,
     ringed: Iterable[int] = (),
     bold_edges: Iterable[tuple[int, int]] = (),
-) -> list[tuple[float, float]]:
-    """Draw an undirected graph with labelled nodes in `box`; returns node centres.
+) -> None:
+    """Draw an undirected graph at `drawing`'s vertex centres, labels inside opaque discs,
+    and its adjacency panel when it has one.
 
     `edge_colour` maps (min, max) pairs to palette indices; `bold_edges` are drawn thick
     (used to mark violations), `ringed` nodes get a red ring.
     """
-    x0, y0, x1, y1 = box
-    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    outer = min(x1 - x0, y1 - y0) / 2
-    r_node = node_radius(n, outer - 22)
-    pos = circle_layout(n, cx, cy, outer - r_node - 4)
+    pos = [tuple(p) for p in drawing.centres]
+    r_node = drawing.geometry.radius
+    scale = canvas.width / DEFAULT_SIZE
     edge_colour = edge_colour or {}
     bold = {(min(u, v), max(u, v)) for u, v in bold_edges}
+    thin = max(MIN_STROKE, round(2 * scale))
     for u, v in edges:
         key = (u, v) if u < v else (v, u)
-        if key not in bold:
-            canvas.line((pos[u], pos[v]), edge_colour.get(key, GREY), 1)
+        # with the edge-list panel only an answer's marked edges are drawn: lines through
+        # a crowded ring would suggest edges that are not there
+        if key not in bold and (drawing.panel is None or key in edge_colour):
+            canvas.line((pos[u], pos[v]), edge_colour.get(key, GREY), thin)
     for u, v in bold:
-        canvas.line((pos[u], pos[v]), edge_colour.get((u, v), RED), 4)
+        canvas.line((pos[u], pos[v]), edge_colour.get((u, v), RED), max(4, round(4 * scale)))
     ring = set(ringed)
-    size = max(10, int(r_node * 0.95))
+    size = label_size(r_node)
     for i, p in enumerate(pos):
         fill = node_fill[i] if node_fill is not None else NODE
         if i in ring:
             canvas.circle(p, r_node + 4, fill=None, outline=RED, width=3)
         canvas.circle(p, r_node, fill=fill, outline=BLACK, width=2)
-        canvas.text(p, str(i), size=size, anchor="mm")
-    return pos
+        canvas.text(p, str(i), size=size, anchor="mm", bold=True, bg=fill)
+    if drawing.panel is not None:
+        panel_top, font_size, line_h, col_w, cols = drawing.panel
+        pad = 12 * scale
+        canvas.text((pad, panel_top), "Edges, each once under its smaller end (u: v, w = edges u-v, u-w):",
+                    size=font_size, bold=True)
+        for c, lines in enumerate(cols):
+            for k, line in enumerate(lines):
+                canvas.text((pad + c * col_w, panel_top + (k + 1.5) * line_h), line, size=font_size)
+
+
+def _table_fit(canvas: Canvas, width: float, height: float | None, header: Sequence[str],
+               rows: Sequence[Sequence[str]], max_font: int, min_font: int) -> tuple[int, int, int, int, list[float]]:
+    """(font, row height, rows per column group, groups, column widths): the largest font
+    whose groups fit side by side (with `height` None, one font and the fewest groups)."""
+    ncols = len(header)
+    cells = [list(header)] + [list(r) for r in rows]
+    for font_size in range(max_font, min_font - 1, -1):
+        row_h = int(font_size * 1.55)
+        col_w = [max(canvas.text_width(c[j], font_size, bold=(k == 0)) for k, c in enumerate(cells)) + font_size
+                 for j in range(ncols)]
+        group_w = sum(col_w) + font_size
+        if height is None:
+            groups = max(1, min(len(rows), int(width // group_w)))
+            per_group = math.ceil(len(rows) / groups) if rows else 1
+            return font_size, row_h, per_group, groups, col_w
+        per_group = max(1, int(height // row_h) - 1)
+        groups = math.ceil(len(rows) / per_group) if rows else 1
+        if group_w * groups <= width or font_size == min_font:
+            return font_size, row_h, per_group, groups, col_w
+    raise ValueError("min_font above max_font")
+
+
+def table_height(canvas: Canvas, width: float, header: Sequence[str], rows: Sequence[Sequence[str]],
+                 font_size: int) -> int:
+    """The height a `draw_table` at `font_size` needs when its column groups fill `width`."""
+    _, row_h, per_group, _, _ = _table_fit(canvas, width, None, header, rows, font_size, font_size)
+    return (per_group + 1) * row_h + 2
 
 
 def draw_table(
@@ -184,41 +360,32 @@ def draw_table(
     *,
     row_fill: dict[int, int] | None = None,
     max_font: int = 18,
+    min_font: int = MIN_FONT,
 ) -> None:
     """A table filling `box`, split into side-by-side column groups when rows do not fit.
 
-    The font shrinks to fit but never below 11 px, so the numbers stay legible.
-    """
+    The font shrinks to fit but never below `min_font`, so the numbers stay legible."""
     x0, y0, x1, y1 = box
     row_fill = row_fill or {}
-    ncols = len(header)
-    cells = [list(header)] + [list(r) for r in rows]
-    for font_size in range(max_font, 10, -1):
-        row_h = int(font_size * 1.55)
-        per_group = max(1, int((y1 - y0) // row_h) - 1)
-        groups = math.ceil(len(rows) / per_group) if rows else 1
-        col_w = [max(canvas.text_width(c[j], font_size, bold=(k == 0)) for k, c in enumerate(cells)) + font_size
-                 for j in range(ncols)]
-        group_w = sum(col_w) + font_size
-        if group_w * groups <= (x1 - x0) or font_size == 11:
-            break
+    font_size, row_h, per_group, groups, col_w = _table_fit(canvas, x1 - x0, y1 - y0, header, rows, max_font, min_font)
+    group_w = sum(col_w) + font_size
     for g in range(groups):
         gx = x0 + g * group_w
         chunk = range(g * per_group, min(len(rows), (g + 1) * per_group))
         y = y0
         canvas.rect((gx, y, gx + sum(col_w), y + row_h), fill=LIGHT_GREY)
-        _table_row(canvas, gx, y, header, col_w, row_h, font_size, bold=True)
+        _table_row(canvas, gx, y, header, col_w, row_h, font_size, bold=True, bg=LIGHT_GREY)
         for i in chunk:
             y += row_h
             if i in row_fill:
                 canvas.rect((gx, y, gx + sum(col_w), y + row_h), fill=row_fill[i])
-            _table_row(canvas, gx, y, rows[i], col_w, row_h, font_size)
+            _table_row(canvas, gx, y, rows[i], col_w, row_h, font_size, bg=row_fill.get(i, WHITE))
             canvas.line(((gx, y), (gx + sum(col_w), y)), LIGHT_GREY)
         canvas.rect((gx, y0, gx + sum(col_w), y + row_h), outline=DARK_GREY)
 
 
 def _table_row(canvas: Canvas, x: float, y: float, cells: Sequence[str], col_w: Sequence[float],
-               row_h: int, size: int, bold: bool = False) -> None:
+               row_h: int, size: int, bold: bool = False, bg: int = WHITE) -> None:
     for cell, w in zip(cells, col_w):
-        canvas.text((x + w - size / 2, y + row_h / 2), cell, size=size, anchor="rm", bold=bold)
+        canvas.text((x + w - size / 2, y + row_h / 2), cell, size=size, anchor="rm", bold=bold, bg=bg)
         x += w

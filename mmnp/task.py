@@ -21,6 +21,7 @@ from mmnp.parsing import ParseError
 from mmnp.render import DEFAULT_SIZE, GREEN, RED, WHITE, Canvas
 
 DEFAULT_TIME_LIMIT = 10.0  # deterministic seconds of CP-SAT work per instance
+PICTURE_VERSION = 2  # 2: graph drawings with checked invariants, anti-aliased text, re-flowed tables
 
 
 class GeneratorModule(Protocol):
@@ -193,6 +194,15 @@ class Task:
         return objective / reference if reference > 0 else 0.0
 
     # -- pictures ---------------------------------------------------------------------
+    def picture(self, instance: Instance | Mapping, size: int = DEFAULT_SIZE) -> tuple[bytes, dict]:
+        """The instance's PNG and what the record says about it: the picture version, its
+        pixel size and, for graphs, the vertex layout (`mmnp.render.GraphDrawing`)."""
+        canvas = self.generator.render(_data(instance), size)
+        info = {"version": PICTURE_VERSION, "width": canvas.width, "height": canvas.height}
+        if canvas.layout is not None:
+            info["layout"] = canvas.layout
+        return canvas.png(), info
+
     def render(self, instance: Instance | Mapping, size: int = DEFAULT_SIZE, answer: str | None = None) -> bytes:
         """The instance as PNG bytes; with `answer`, the answer drawn over it, violations marked."""
         data = _data(instance)

@@ -246,7 +246,9 @@ def test_images_are_valid_pngs_of_the_configured_size(task, size):
     img = Image.open(io.BytesIO(png))
     img.verify()
     img = Image.open(io.BytesIO(png))
-    assert img.format == "PNG" and img.height == size and size <= img.width <= 2 * size
+    # the size is the width; a graph with an edge-list panel is taller: at most 1.5x from the
+    # default size up, more below it (the panel's font keeps its floor)
+    assert img.format == "PNG" and img.width == size and size * 0.5 <= img.height <= (1.5 if size >= 768 else 2.5) * size
     assert len(img.getcolors(1 << 16)) >= 3, "the picture should not be blank"
 
 
@@ -261,3 +263,58 @@ def test_overlay_marks_an_answer(task):
     banner = lambda im: im.convert("RGB").getpixel((im.width - 2, im.height - 3))  # noqa: E731
     assert banner(right)[1] > banner(right)[0]  # green
     assert banner(wrong)[0] > banner(wrong)[1]  # red
+
+
+# -- pictures: what the record says, and the drawing's invariants --------------------------
+
+GRAPH_TASKS = [t.name for t in mmnp.list_tasks() if "edges" in t.generate("easy", seed=0).data]
+
+
+def test_picture_record_describes_the_png(task):
+    inst = task.generate("medium", seed=3)
+    png, info = task.picture(inst)
+    img = Image.open(io.BytesIO(png))
+    assert (info["width"], info["height"]) == img.size and info["version"] >= 2
+    assert png == task.render(inst)
+    if task.name in GRAPH_TASKS:
+        layout = info["layout"]
+        assert len(layout["centres"]) == inst.data["n"] and layout["radius"] >= 15
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6))
+def test_graph_pictures_keep_their_invariants(task, difficulty, seed):
+    """From the layout stored with the picture: no two discs overlap and all lie in the
+    drawing; a drawing that claims unambiguous edges has no edge passing within the margin
+    of a vertex it does not touch and no two edges at a vertex closer than MIN_ANGLE;
+    otherwise the picture carries the edge-list panel."""
+    import numpy as np
+
+    from mmnp.layout import Geometry, faults
+
+    if task.name not in GRAPH_TASKS:
+        pytest.skip("not a graph task")
+    inst = task.generate(difficulty, seed=seed)
+    layout = task.picture(inst)[1]["layout"]
+    geo = Geometry(layout["radius"], layout["margin"], tuple(layout["box"]))
+    found = faults(np.array(layout["centres"]), np.array(inst.data["edges"]).reshape(-1, 2), geo)
+    assert found["overlap"] == 0 and found["outside"] == 0
+    if layout["edges_unambiguous"]:
+        assert found == {"clearance": 0, "overlap": 0, "angle": 0, "outside": 0}
+    else:
+        assert layout["adjacency_panel"]
+
+
+def test_prompts_end_with_the_answer_format_in_order(task):
+    """Text and image prompts: the task, the format, the final-line rule, one example
+    `Answer:` line last, and no lead-in left dangling before the reasoning sentence."""
+    inst = task.generate("easy", seed=0)
+    for text in (inst.prompt, inst.image_prompt):
+        lines = text.rstrip().splitlines()
+        assert lines[-1].startswith("Answer: ") and len(lines[-1]) > len("Answer: ")
+        assert "You may reason step by step first. End your response with one final line" in lines[-2]
+        assert lines[-2].rstrip().endswith(":") and "for example" in lines[-2]
+        assert "example:\nYou may" not in text and "For example:" not in text
+        assert task.verify(inst, lines[-1]).parsed, "the example answer must be in the task's own format"
+        assert text.index("Give ") < text.index("You may reason") < text.rindex("Answer: ")

@@ -1,0 +1,96 @@
+"""Read a picture back with Tesseract: which of the numbers a picture must show can OCR
+find, at native size and after a client's downscale to a 512 px long side. Shared by
+tests/test_ocr.py and benchmarks/audit_pictures.py."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import subprocess
+from collections import Counter
+
+from PIL import Image, ImageDraw
+
+from mmnp.render import adjacency_rows
+
+TESSERACT = shutil.which("tesseract")
+LONG_SIDE = 512
+
+
+def shown_numbers(task: str, data: dict, picture: dict) -> Counter:
+    """Every number the picture must show as text: table cells, vertex labels, edge-list rows."""
+    nums: list[int] = []
+    if "edges" in data:
+        nums += range(data["n"])
+        if picture["layout"]["adjacency_panel"]:
+            nums += [int(x) for row in adjacency_rows(data["n"], data["edges"]) for x in re.findall(r"\d+", row)]
+    elif task == "tsp":  # the table (the plot's labels are for finding a city, the table for its value)
+        nums += [v for i, (x, y) in enumerate(data["coords"]) for v in (i, x, y)]
+    elif task == "knapsack":
+        nums += [data["capacity"]] + [v for i, wv in enumerate(zip(data["weights"], data["values"])) for v in (i, *wv)]
+    elif task == "subset_sum":
+        nums += [data["target"]] + [v for i, x in enumerate(data["numbers"]) for v in (i, x)]
+    elif task == "set_cover":
+        nums += list(range(1, data["universe"] + 1)) + list(range(len(data["subsets"])))
+    elif task == "meeting_scheduling":
+        nums += list(range(len(data["people"])))
+        nums += [v for j, r in enumerate(data["rooms"]) for v in (j, r["capacity"])]
+        nums += [v for i, m in enumerate(data["meetings"]) for v in (i, m["duration"], len(m["attendees"]))]
+    return Counter(nums)
+
+
+def downscaled(png: bytes, long_side: int | None) -> Image.Image:
+    """The picture as a client sends it: native, or downscaled to `long_side`."""
+    img = Image.open(io.BytesIO(png)).convert("RGB")
+    if long_side is None:
+        return img
+    f = long_side / max(img.size)
+    return img.resize((round(img.width * f), round(img.height * f)), Image.LANCZOS)
+
+
+def read_numbers(img: Image.Image) -> list[int]:
+    """The integers Tesseract reads, in reading order. The image is first enlarged to
+    ~2x the default size (Tesseract wants ~20 px glyphs; enlarging adds no information)."""
+    f = 1536 / max(img.size)
+    big = img.resize((round(img.width * f), round(img.height * f)), Image.LANCZOS)
+    buf = io.BytesIO()
+    big.save(buf, "PNG")
+    out = subprocess.run([TESSERACT, "stdin", "stdout", "--psm", "6"], input=buf.getvalue(),
+                         capture_output=True, check=True).stdout.decode()
+    return [int(x) for x in re.findall(r"\d+", out)]
+
+
+def vertex_labels(img: Image.Image, layout: dict, scale: float) -> list[int]:
+    """The labels read from inside each vertex disc, in vertex order: the discs (found from
+    the stored layout) copied into a grid, ten a row, and read in one pass."""
+    r = (layout["radius"] - 2.5) * scale  # inside the disc's outline
+    cell = round(2 * r)
+    n = len(layout["centres"])
+    disc = Image.new("L", (cell, cell), 0)
+    ImageDraw.Draw(disc).ellipse((0, 0, cell - 1, cell - 1), fill=255)
+    grid = Image.new("RGB", (10 * cell * 2, (n // 10 + 1) * cell * 2), "white")
+    for i, (x, y) in enumerate(layout["centres"]):
+        x0, y0 = round(x * scale - r), round(y * scale - r)
+        crop = img.crop((x0, y0, x0 + cell, y0 + cell))
+        grid.paste(crop, ((i % 10) * cell * 2 + cell // 2, (i // 10) * cell * 2 + cell // 2), disc)
+    return read_numbers(grid)
+
+
+def recovered(task: str, data: dict, png: bytes, picture: dict, long_side: int | None) -> tuple[int, int]:
+    """(numbers found, numbers shown): found counts each shown number at most as often as shown."""
+    img = downscaled(png, long_side)
+    if "edges" not in data:
+        want = shown_numbers(task, data, picture)
+        return sum((want & Counter(read_numbers(img))).values()), sum(want.values())
+    layout = picture["layout"]
+    scale = img.width / picture["width"]
+    labels = vertex_labels(img, layout, scale)
+    found = sum((Counter(range(data["n"])) & Counter(labels)).values())
+    total = data["n"]
+    if layout["adjacency_panel"]:
+        want = Counter(int(x) for row in adjacency_rows(data["n"], data["edges"]) for x in re.findall(r"\d+", row))
+        panel = img.crop((0, round(layout["box"][3] * scale), img.width, img.height))
+        found += sum((want & Counter(read_numbers(panel))).values())
+        total += sum(want.values())
+    return found, total

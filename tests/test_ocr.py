@@ -1,0 +1,31 @@
+"""Read-back: Tesseract recovers the numbers each picture shows (table cells, vertex
+labels, edge-list rows) from the PNG, at native size and after a downscale to a 512 px
+long side. Tesseract is a weak reader of lone digits, so the bars are rates, set just
+under what it reaches here; benchmarks/audit_pictures.py prints the full figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from ocr_readback import LONG_SIDE, TESSERACT, recovered
+
+pytestmark = pytest.mark.skipif(TESSERACT is None, reason="needs Debian's tesseract-ocr (.ci/run installs it)")
+
+# the rate each kind of picture must reach: tables of numbers, then set cover's narrow
+# element headers and meeting pictures' mixed text, then lone digits in discs and edge lists
+BAR = {"tsp": 0.95, "knapsack": 0.95, "subset_sum": 0.95, "set_cover": 0.8, "meeting_scheduling": 0.65}
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_pictures_read_back_at_native_size(task, difficulty):
+    inst = task.generate(difficulty, seed=0)
+    png, picture = task.picture(inst)
+    found, shown = recovered(task.name, inst.data, png, picture, None)
+    assert found / shown >= BAR.get(task.name, 0.7), f"{found}/{shown}"
+
+
+def test_pictures_read_back_at_512_px(task):
+    inst = task.generate("medium", seed=0)
+    png, picture = task.picture(inst)
+    found, shown = recovered(task.name, inst.data, png, picture, LONG_SIDE)
+    assert found / shown >= BAR.get(task.name, 0.7), f"{found}/{shown}"

@@ -1,0 +1,125 @@
+"""Picture geometry and legibility: the graph layout's invariants on arbitrary graphs, the
+edge-list panel's content, TSP labels off other dots, strokes and anti-aliased text, and
+the canonical sets' hashes."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+import mmnp
+from mmnp import layout
+from mmnp.render import BLACK, DEFAULT_SIZE, MAX_ASPECT, Canvas, adjacency_rows, graph_canvas
+
+graphs = st.integers(3, 50).flatmap(lambda n: st.tuples(
+    st.just(n), st.sets(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] < e[1]),
+                        max_size=min(300, n * (n - 1) // 2))))
+
+
+@settings(max_examples=60, deadline=None)
+@given(graphs)
+def test_any_graph_is_drawn_unambiguously_or_gets_its_panel(graph):
+    n, edges = graph
+    edges = sorted([u, v] for u, v in edges)
+    canvas, drawing = graph_canvas(n, edges, DEFAULT_SIZE, "t")
+    found = layout.faults(drawing.centres, np.array(edges, dtype=int).reshape(-1, 2), drawing.geometry)
+    assert found["overlap"] == 0 and found["outside"] == 0
+    if drawing.unambiguous:
+        assert sum(found.values()) == 0 and drawing.panel is None
+    else:
+        assert drawing.panel is not None and canvas.height <= MAX_ASPECT * DEFAULT_SIZE + 1
+        listed = [line for col in drawing.panel[4] for line in col]
+        assert _edges_from_panel(listed) == {tuple(e) for e in edges}
+
+
+def _edges_from_panel(lines: list[str]) -> set[tuple[int, int]]:
+    """Read the panel back as a person would: "u: v, w" rows, continuation lines indented."""
+    edges, u = set(), None
+    for line in lines:
+        head, sep, rest = line.partition(":")
+        if sep and not line.startswith(" "):
+            u, tail = int(head), rest
+        else:
+            tail = line
+        edges |= {(u, int(v)) for v in re.findall(r"\d+", tail)}
+    return edges
+
+
+def test_adjacency_rows_list_each_edge_once_under_its_smaller_end():
+    assert adjacency_rows(5, [[3, 1], [1, 4], [0, 2]]) == ["0: 2", "1: 3, 4"]
+
+
+def test_faults_catch_an_edge_under_a_vertex_and_crowded_edges():
+    geo = layout.Geometry(radius=15, margin=4, box=(0, 0, 400, 400))
+    pos = np.array([[50.0, 200.0], [350.0, 200.0], [200.0, 210.0], [200.0, 60.0]])
+    found = layout.faults(pos, np.array([[0, 1]]), geo)
+    assert found["clearance"] == 1  # vertex 2 sits 10 px from the edge (0, 1)
+    pos[2, 1] = 300.0
+    assert layout.faults(pos, np.array([[0, 1]]), geo)["clearance"] == 0
+    crowded = np.array([[200.0, 200.0], [350.0, 200.0], [350.0, 215.0], [50.0, 50.0]])
+    assert layout.faults(crowded, np.array([[0, 1], [0, 2]]), geo)["angle"] == 1  # 5.7 degrees apart
+
+
+def test_placement_is_deterministic_and_circle_suffices_for_a_cycle():
+    geo = layout.Geometry(radius=15, margin=4, box=(0, 40, 768, 768))
+    cycle = [[i, (i + 1) % 12] for i in range(12)]
+    pos, ok = layout.place(12, cycle, geo)
+    assert ok and np.array_equal(pos, layout.place(12, cycle, geo)[0])
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_tsp_labels_never_touch_another_citys_dot(difficulty):
+    from mmnp.generators.tsp import label_positions
+
+    task = mmnp.get_task("tsp")
+    for seed in range(6):
+        coords = task.generate(difficulty, seed=seed).data["coords"]
+        canvas = Canvas(768, 768)
+        pts = [(40 + x * 4.0, 440 - y * 4.0) for x, y in coords]
+        for i, (xy, anchor) in enumerate(label_positions(canvas, pts, 4.5, 15)):
+            box = canvas.text_box(xy, str(i), 15, anchor, bold=True)
+            for j, (px, py) in enumerate(pts):
+                if j != i:
+                    dx = max(box[0] - px, 0, px - box[2])
+                    dy = max(box[1] - py, 0, py - box[3])
+                    assert dx * dx + dy * dy > 4.5 ** 2, f"label {i} touches city {j}"
+
+
+def test_strokes_are_at_least_two_pixels_and_text_is_anti_aliased():
+    canvas = Canvas(100, 100)
+    canvas.line(((10, 50), (90, 50)), BLACK, width=1)
+    column = np.asarray(canvas.image.convert("L"))[:, 50]
+    assert (column < 128).sum() >= 2
+    canvas = Canvas(200, 60)
+    canvas.text((10, 10), "0123456789", size=16)
+    grey = np.asarray(canvas.image.convert("L"))
+    assert ((grey > 30) & (grey < 225)).sum() > 20, "glyph edges should blend into the background"
+
+
+def test_every_picture_stays_square_or_taller_and_at_the_requested_width(task):
+    for size in (512, 1024):
+        img = Image.open(io.BytesIO(task.render(task.generate("hard", seed=2), size)))
+        assert img.width == size and img.height >= img.width * 0.5
+
+
+def test_readme_states_the_v2_benchmark_hash_and_v1_is_unchanged(tmp_path):
+    """v2 (picture version 2) is its own set: a different hash from v1, quoted in the README."""
+    from mmnp.dataset import PRESETS, GenerateSpec, generate_dataset
+    from mmnp.registry import resolve_tasks
+
+    preset = PRESETS["mm-np-bench-v2"]
+    spec = GenerateSpec(tasks=tuple(t.name for t in resolve_tasks(preset["tasks"])),
+                        difficulties=preset["difficulties"], count=preset["count"], seed=preset["seed"],
+                        images=False, optimal=False)
+    manifest = generate_dataset(tmp_path / "v2", spec, workers=2)
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme[readme.index("### The canonical test set"):]
+    v1, v2 = re.findall(r"\n\n\s+([0-9a-f]{64})\n", section)[:2]
+    assert manifest["benchmark_hash"] == v2 != v1
