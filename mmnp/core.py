@@ -141,6 +141,8 @@ class Instance:
     image_prompt: str
     reference: dict
     image: str | None = None
+    level: int | None = None  # the ladder level (mmnp.levels) of its difficulty
+    hardness: dict | None = None  # heuristic gap and exact-solver work, when the exact solver ran
 
     def to_record(self) -> dict:
         return {
@@ -155,6 +157,8 @@ class Instance:
             "image": self.image,
             "image_prompt": self.image_prompt,
             "reference": self.reference,
+            "level": self.level,
+            "hardness": self.hardness,
         }
 
     @classmethod
@@ -172,6 +176,8 @@ class Instance:
                 image_prompt=record["image_prompt"],
                 reference=record["reference"],
                 image=record.get("image"),
+                level=record.get("level"),
+                hardness=record.get("hardness"),
             )
         except KeyError as missing:
             raise ValueError(f"instance record lacks the field {missing}; was it written by `mmnp generate`?") from None

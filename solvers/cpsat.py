@@ -7,7 +7,17 @@ worker count. A wall-clock cap far above it only guards against pathological slo
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from ortools.sat.python import cp_model
+
+
+class NoSolution(RuntimeError):
+    """CP-SAT stopped (time limit) before finding any solution, even with the hint given."""
+
+
+_effort: dict | None = None  # the open `effort()` block's totals, if any
 
 
 def solve(model: cp_model.CpModel, time_limit: float) -> tuple[cp_model.CpSolver, bool]:
@@ -18,8 +28,14 @@ def solve(model: cp_model.CpModel, time_limit: float) -> tuple[cp_model.CpSolver
     solver.parameters.max_deterministic_time = time_limit
     solver.parameters.max_time_in_seconds = max(60.0, 20 * time_limit)
     status = solver.Solve(model)
+    if _effort is not None:
+        _effort["solves"] += 1
+        _effort["deterministic_time"] += solver.deterministic_time
+        _effort["num_branches"] += solver.num_branches
+        _effort["num_conflicts"] += solver.num_conflicts
+        _effort["bound"] = solver.best_objective_bound if status == cp_model.FEASIBLE else None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise RuntimeError(f"CP-SAT found no solution ({solver.StatusName(status)}) within the time limit")
+        raise NoSolution(f"CP-SAT found no solution ({solver.StatusName(status)}) within the time limit")
     return solver, status == cp_model.OPTIMAL
 
 
@@ -32,3 +48,17 @@ def hint_subset(model: cp_model.CpModel, chosen: list[cp_model.IntVar], members:
 
 def selected(solver: cp_model.CpSolver, chosen: list[cp_model.IntVar]) -> list[int]:
     return [i for i, var in enumerate(chosen) if solver.Value(var)]
+
+
+@contextmanager
+def effort() -> Iterator[dict]:
+    """The work of the solves run inside the block (deterministic time, branches, conflicts, and
+    the best objective bound of the last one when it stopped unproven): how hard an instance was
+    to solve, recorded with it (`Task.generate`). Machine-independent, unlike wall time."""
+    global _effort
+    outer, _effort = _effort, {"solves": 0, "deterministic_time": 0.0, "num_branches": 0, "num_conflicts": 0,
+                               "bound": None}
+    try:
+        yield _effort
+    finally:
+        _effort = outer
