@@ -4,13 +4,16 @@ with the exact solver and measure what makes an instance hard.
     nice python benchmarks/calibrate_levels.py --count 3 --time-limit 2 \
         --cache runs/levels.json --plot docs/images/levels.png
 
-Columns: size (the main size parameter, mean over the instances), gap (the heuristic's mean
-relative gap to the best known objective), proven (share of instances CP-SAT proved optimal
-within the deterministic time limit), dtime (CP-SAT's mean deterministic time, the machine-free
+Columns: size (the main size parameter, mean over the instances), prompt chars (the text
+prompt's length), gap (the heuristic's mean relative gap to the best known objective), proven
+(share of instances CP-SAT proved optimal within the deterministic time limit), bound gap (the
+relative distance from the best known objective to CP-SAT's bound: 0 when proven, 100% when
+CP-SAT found nothing in time), dtime (CP-SAT's mean deterministic time, the machine-free
 work measure), branches (its mean search branches), gen_s and exact_s (mean wall seconds for the
 instance with its heuristic reference, and for the exact solver), rand_sr / rand_qr (the
 `solver:random` baseline's success rate and mean quality ratio, 8 draws per instance). A level
-whose hardness measures all fall below the previous level's is marked with `!`.
+where no hardness measure (gap, proof rate, bound gap, dtime, branches) is at least the
+previous level's is marked with `!`.
 """
 
 from __future__ import annotations
@@ -51,7 +54,11 @@ def measure(job: tuple[str, int, int, float]) -> dict:
             sr += verdict.feasible / RANDOM_DRAWS
             qr += task.quality_ratio(verdict.objective, inst.reference_objective) / RANDOM_DRAWS
         assert fast.hash == inst.hash
-        rows.append({"size": inst.params[SIZE.get(name, "n")], "gap": inst.hardness["heuristic_gap"],
+        optimal = inst.reference["optimal"]
+        bound = optimal.get("bound")  # unproven: CP-SAT's bound; no bound at all when it found nothing
+        bound_gap = 0.0 if optimal["proven"] else 1.0 if bound is None else abs(optimal["objective"] - bound) / optimal["objective"]
+        rows.append({"size": inst.params[SIZE.get(name, "n")], "chars": len(inst.prompt),
+                     "gap": inst.hardness["heuristic_gap"], "bound_gap": bound_gap,
                      "proven": inst.hardness["proven"], "dtime": inst.hardness["deterministic_time"],
                      "branches": inst.hardness["num_branches"], "gen_s": gen_s, "exact_s": exact_s,
                      "rand_sr": sr, "rand_qr": qr})
@@ -61,18 +68,19 @@ def measure(job: tuple[str, int, int, float]) -> dict:
 
 def harder(a: dict, b: dict) -> bool:
     """Whether cell `b` is at least as hard as `a` on some measure (the ladder's promise)."""
-    return (b["gap"] >= a["gap"] or b["proven"] <= a["proven"] or b["dtime"] >= a["dtime"]
-            or b["rand_qr"] <= a["rand_qr"])
+    return (b["gap"] >= a["gap"] or b["proven"] < a["proven"] or b["dtime"] >= a["dtime"]
+            or b["bound_gap"] > a["bound_gap"] or b["branches"] >= a["branches"])
 
 
 def table(cells: list[dict]) -> str:
-    head = "| task | level | size | gap % | proven | dtime | branches | gen s | exact s | rand SR | rand QR |"
+    head = ("| task | level | size | prompt chars | gap % | proven | bound gap % | dtime | branches | gen s | exact s "
+            "| rand SR | rand QR |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     previous = None
     for c in cells:
         flag = " !" if previous and previous["task"] == c["task"] and not harder(previous, c) else ""
-        lines.append(f"| {c['task']} | L{c['level']}{flag} | {c['size']:.1f} | {100 * c['gap']:.2f} | "
-                     f"{c['proven']:.2f} | {c['dtime']:.3f} | {c['branches']:.0f} | {c['gen_s']:.3f} | "
+        lines.append(f"| {c['task']} | L{c['level']}{flag} | {c['size']:.1f} | {c['chars']:.0f} | {100 * c['gap']:.2f} | "
+                     f"{c['proven']:.2f} | {100 * c['bound_gap']:.1f} | {c['dtime']:.3f} | {c['branches']:.0f} | {c['gen_s']:.3f} | "
                      f"{c['exact_s']:.2f} | {c['rand_sr']:.2f} | {c['rand_qr']:.3f} |")
         previous = c
     return "\n".join(lines)
@@ -85,7 +93,8 @@ def plot(cells: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     panels = [("gap", "heuristic gap to best known (%)", 100, False), ("proven", "CP-SAT proof rate", 1, False),
-              ("dtime", "CP-SAT deterministic time (s, log)", 1, True), ("rand_qr", "solver:random mean QR", 1, False)]
+              ("dtime", "CP-SAT deterministic time (s, log)", 1, True),
+              ("bound_gap", "gap between best known and CP-SAT's bound (%)", 100, False)]
     fig, axes = plt.subplots(2, 2, figsize=(12, 8), constrained_layout=True)
     tasks = list(dict.fromkeys(c["task"] for c in cells))
     colours = plt.get_cmap("tab10")
