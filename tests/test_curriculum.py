@@ -10,7 +10,8 @@ import pytest
 
 from mmnp.errors import UsageError
 from mmnp.registry import get_task
-from mmnp.trainers.curriculum import Curriculum, CurriculumCallback, CurriculumSpec, CurriculumStream
+from mmnp.trainers.curriculum import (Curriculum, CurriculumCallback, CurriculumSpec, CurriculumStream,
+                                      curriculum_spec)
 
 
 def adaptive(**kw) -> CurriculumSpec:
@@ -113,6 +114,17 @@ def test_linear_and_fixed():
 def test_bad_settings_are_refused(bad, words):
     with pytest.raises(UsageError, match=words):
         Curriculum("tsp", CurriculumSpec(**bad))
+
+
+def test_curriculum_spec_from_train_settings():
+    from types import SimpleNamespace
+
+    values = {f: getattr(CurriculumSpec(), f) for f in CurriculumSpec.__dataclass_fields__}
+    assert curriculum_spec(SimpleNamespace(**{**values, "curriculum": None})) is None
+    spec = curriculum_spec(SimpleNamespace(**{**values, "curriculum": "linear", "curriculum_every": 7}))
+    assert spec == CurriculumSpec("linear", curriculum_every=7)
+    with pytest.raises(UsageError, match="--curriculum-window"):
+        curriculum_spec(SimpleNamespace(**{**values, "curriculum": "adaptive", "curriculum_window": 0}))
 
 
 def test_stream_is_seeded_and_follows_the_levels():

@@ -74,6 +74,16 @@ class CurriculumSpec:
                              f"{self.curriculum_raise_at}: need 0 <= lower < raise <= 1")
 
 
+def curriculum_spec(settings: Any) -> CurriculumSpec | None:
+    """The curriculum part of a settings object with these field names (e.g. `TrainSpec`); None
+    when its `curriculum` is unset (train on a fixed dataset, as without a curriculum)."""
+    if getattr(settings, "curriculum", None) is None:
+        return None
+    spec = CurriculumSpec(**{f.name: getattr(settings, f.name) for f in fields(CurriculumSpec)})
+    spec.validate()
+    return spec
+
+
 CURRICULUM_FIELDS: list[tuple[str, type, str]] = [
     (f.name, type(f.default), f.metadata["help"]) for f in fields(CurriculumSpec)
 ]
