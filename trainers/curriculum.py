@@ -24,7 +24,9 @@ its task had when item i was first drawn, which the curriculum remembers. The st
 (levels, windows, that history) is saved with every checkpoint through the callback (a
 transformers `ExportableState`) and restored on resume; the Trainer then skips the batches
 it already trained on by drawing them again, which gives the same instances at the same
-levels, so a resumed run equals a straight one.
+levels, so a resumed run equals a straight one. Accelerate's data loader prefetches one
+batch, so with TRL a level change reaches the prompts of the step after the next one (the
+outcomes of the step in between, drawn at the old level, are not counted).
 """
 
 from __future__ import annotations
