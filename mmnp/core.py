@@ -146,6 +146,8 @@ class Instance:
     reference: dict
     image: str | None = None
     picture: dict | None = None
+    level: int | None = None  # the ladder level (mmnp.levels) of its difficulty
+    hardness: dict | None = None  # heuristic gap and exact-solver work, when the exact solver ran
 
     def to_record(self) -> dict:
         return {
@@ -161,6 +163,8 @@ class Instance:
             "picture": self.picture,
             "image_prompt": self.image_prompt,
             "reference": self.reference,
+            "level": self.level,
+            "hardness": self.hardness,
         }
 
     def to_reward_record(self) -> dict:
@@ -185,6 +189,8 @@ class Instance:
                 reference=record["reference"],
                 image=record.get("image"),
                 picture=record.get("picture"),
+                level=record.get("level"),
+                hardness=record.get("hardness"),
             )
         except KeyError as missing:
             raise ValueError(f"instance record lacks the field {missing}; was it written by `mmnp generate`?") from None

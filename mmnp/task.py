@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 import numpy as np
 
+from mmnp import levels
 from mmnp.core import DIFFICULTIES, Instance, Verdict, Violation, content_hash
+from mmnp.errors import UsageError
 from mmnp.parsing import ParseError
 from mmnp.render import DEFAULT_SIZE, GREEN, RED, WHITE, Canvas
 
@@ -105,9 +108,14 @@ class Task:
         return self.generator.PRESETS
 
     def config(self, difficulty: str, **overrides: Any) -> Any:
-        if difficulty not in self.presets:
-            raise ValueError(f"unknown difficulty {difficulty!r} for {self.name}; choose from {', '.join(self.presets)}")
-        base = self.presets[difficulty]
+        """The generator parameters of a preset (easy/medium/hard) or a ladder level (L1..L10, bench)."""
+        if difficulty in self.presets:
+            base = self.presets[difficulty]
+        elif levels.is_level(difficulty):
+            base = levels.level_config(self, difficulty)
+        else:
+            raise UsageError(f"unknown difficulty {difficulty!r} for {self.name}; choose from "
+                             f"{', '.join(self.presets)}, bench or a level L1..L{levels.TOP}")
         return dataclasses.replace(base, **{k: coerce_override(base, k, v) for k, v in overrides.items()})
 
     def rng(self, difficulty: str, seed: int) -> np.random.Generator:
@@ -125,13 +133,23 @@ class Task:
         reference: dict[str, Any] = {"heuristic": self._reference(data, heuristic), "optimal": None}
         if planted is not None:
             reference["planted"] = self._reference(data, planted)
+        hardness = None
         if optimal:
+            from mmnp.solvers import cpsat
+
             hint = self._better(reference["heuristic"], reference.get("planted"))
-            solution, proven = self.solver.optimal(data, time_limit, hint["solution"])
-            found = self._reference(data, solution)
+            with cpsat.effort() as work:
+                try:
+                    solution, proven = self.solver.optimal(data, time_limit, hint["solution"])
+                    found = self._reference(data, solution)
+                except cpsat.NoSolution:  # large instances, small limits: the hint, unproven
+                    found, proven = hint, False
             if self.is_better(hint["objective"], found["objective"]):
                 found = hint  # the solver stopped before reaching its own starting point
             reference["optimal"] = {**found, "proven": proven}
+            if not proven and work["bound"] is not None:
+                reference["optimal"]["bound"] = self._bound(work["bound"])
+            hardness = self._hardness(reference, proven, work)
         return Instance(
             id=id or f"{self.name}-{difficulty}-{seed}",
             task=self.name,
@@ -143,6 +161,8 @@ class Task:
             prompt=self.generator.prompt(data),
             image_prompt=self.generator.IMAGE_PROMPT,
             reference=reference,
+            level=levels.level_of(difficulty),
+            hardness=hardness,
         )
 
     def _reference(self, data: dict, solution: Any) -> dict:
@@ -150,6 +170,18 @@ class Task:
         if violations:
             raise RuntimeError(f"{self.name}: a reference solver returned an infeasible solution: {violations[0].message}")
         return {"objective": objective, "solution": solution}
+
+    def _bound(self, bound: float) -> float:
+        """CP-SAT's best objective bound, rounded inward to an integer (every objective is one)."""
+        return float(math.ceil(bound - 1e-6) if self.direction == "min" else math.floor(bound + 1e-6))
+
+    def _hardness(self, reference: dict, proven: bool, work: dict) -> dict:
+        """How hard the instance is: the heuristic's relative gap to the best known objective and
+        the exact solver's deterministic work (the level ladder is calibrated on these)."""
+        best, heuristic = reference["optimal"]["objective"], reference["heuristic"]["objective"]
+        return {"heuristic_gap": round(abs(best - heuristic) / abs(best), 6) if best else 0.0, "proven": proven,
+                "deterministic_time": round(work["deterministic_time"], 4), "num_branches": work["num_branches"],
+                "num_conflicts": work["num_conflicts"]}
 
     def _better(self, a: dict, b: dict | None) -> dict:
         if b is None:

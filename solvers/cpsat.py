@@ -13,10 +13,18 @@ OR-Tools is imported on first use: `import mmnp` and verifying answers never pay
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
+
+
+class NoSolution(RuntimeError):
+    """CP-SAT reached its time limit before finding any solution, even with the hint given."""
+
+
+_effort: dict | None = None  # the open `effort()` block's totals, if any
 
 
 def ortools_version() -> str:
@@ -60,8 +68,14 @@ def solve(model: cp_model.CpModel, time_limit: float) -> tuple[cp_model.CpSolver
     if "error" in result:
         raise result["error"]
     status = result["status"]
+    if _effort is not None:
+        _effort["solves"] += 1
+        _effort["deterministic_time"] += solver.deterministic_time
+        _effort["num_branches"] += solver.num_branches
+        _effort["num_conflicts"] += solver.num_conflicts
+        _effort["bound"] = solver.best_objective_bound if status == cp_model.FEASIBLE else None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise RuntimeError(f"CP-SAT found no solution ({solver.StatusName(status)}) within the time limit")
+        raise NoSolution(f"CP-SAT found no solution ({solver.StatusName(status)}) within the time limit")
     if status == cp_model.FEASIBLE and solver.ResponseProto().deterministic_time < time_limit:
         # Only the deterministic limit may end a search whose result is recorded.
         raise RuntimeError("CP-SAT stopped before its deterministic time limit; the result would not be reproducible")
@@ -77,3 +91,17 @@ def hint_subset(model: cp_model.CpModel, chosen: list[cp_model.IntVar], members:
 
 def selected(solver: cp_model.CpSolver, chosen: list[cp_model.IntVar]) -> list[int]:
     return [i for i, var in enumerate(chosen) if solver.Value(var)]
+
+
+@contextmanager
+def effort() -> Iterator[dict]:
+    """The work of the solves run inside the block (deterministic time, branches, conflicts, and
+    the best objective bound of the last one when it stopped unproven): how hard an instance was
+    to solve, recorded with it (`Task.generate`). Machine-independent, unlike wall time."""
+    global _effort
+    outer, _effort = _effort, {"solves": 0, "deterministic_time": 0.0, "num_branches": 0, "num_conflicts": 0,
+                               "bound": None}
+    try:
+        yield _effort
+    finally:
+        _effort = outer
