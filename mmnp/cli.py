@@ -78,6 +78,7 @@ def generate(
     out: Path = typer.Option(..., "--out", "-o", help="Output folder."),
     tasks: Optional[str] = typer.Option(None, help="Comma-separated task names, or 'all'. [default: all]"),
     difficulty: Optional[str] = typer.Option(None, help="Comma-separated difficulties. [default: easy,medium,hard]"),
+    levels: Optional[str] = typer.Option(None, help="Ladder levels, e.g. 1-10 or 2,5,9 (easy=2 ... bench=5)."),
     count: Optional[int] = typer.Option(None, help="Instances per task and difficulty. [default: 10]"),
     seed: Optional[int] = typer.Option(None, help="Base seed. [default: 0]"),
     preset: Optional[str] = typer.Option(None, help="A canonical release, e.g. mm-np-bench-v1 (fixes tasks, "
@@ -97,13 +98,14 @@ def generate(
 
     Rerun the same command to finish an interrupted run or to repair a damaged dataset."""
     from mmnp.dataset import GenerateSpec, generate_dataset, preset_spec
+    from mmnp.levels import parse_levels
     from mmnp.registry import resolve_tasks
 
     if workers < 0:
         raise UsageError(f"--workers must be 0 (all cores) or more, got {workers}")
     if preset is not None:
-        clashes = [n for n, v in (("--tasks", tasks), ("--difficulty", difficulty), ("--count", count),
-                                  ("--seed", seed), ("--param", param or None)) if v is not None]
+        clashes = [n for n, v in (("--tasks", tasks), ("--difficulty", difficulty), ("--levels", levels),
+                                  ("--count", count), ("--seed", seed), ("--param", param or None)) if v is not None]
         fixed = preset_spec(preset)
         if clashes:
             raise UsageError(f"--preset {preset} fixes {', '.join(clashes)}; drop them or drop --preset")
@@ -111,7 +113,8 @@ def generate(
         count, seed = fixed.count, fixed.seed
     spec = GenerateSpec(
         tasks=tuple(t.name for t in resolve_tasks(tasks or "all")),
-        difficulties=tuple(split_list(difficulty or "easy,medium,hard")),
+        difficulties=tuple(dict.fromkeys(split_list(difficulty or ("" if levels else "easy,medium,hard"))
+                                         + (parse_levels(levels) if levels else []))),
         count=10 if count is None else count,
         seed=0 if seed is None else seed,
         images=images,
@@ -138,9 +141,15 @@ def generate(
 
 
 @app.command("tasks")
-def list_tasks_command(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+def list_tasks_command(as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+                       levels: bool = typer.Option(False, "--levels", help="Show each task's level ladder L1..L10."),
+                       ) -> None:
     """List the registered tasks with their category, objective and difficulty presets."""
     from mmnp.registry import list_tasks
+
+    if levels:
+        _print_ladder(as_json)
+        return
 
     rows = []
     for task in list_tasks():
@@ -163,6 +172,28 @@ def list_tasks_command(as_json: bool = typer.Option(False, "--json", help="Machi
     for col in columns:  # names are never cut; the preset columns wrap instead
         table.add_column(col, no_wrap=col in columns[:3], overflow="fold",
                          min_width=max(len(c[columns.index(col)]) for c in cells) if col in columns[:3] else None)
+    for row in cells:
+        table.add_row(*row)
+    out_console.print(table)
+
+
+def _print_ladder(as_json: bool) -> None:
+    """`mmnp tasks --levels`: the ladder, one row per task and level (whole values when piped)."""
+    from mmnp.levels import ladder_rows
+
+    rows = ladder_rows()
+    if as_json:
+        out_console.print_json(json.dumps(rows))
+        return
+    columns = ("task", "level", "alias", "text")
+    cells = [[str(r[c]) for c in columns] for r in rows]
+    if not out_console.is_terminal:
+        for line in (columns, *cells):
+            typer.echo("\t".join(line))
+        return
+    table = Table(title="MM-NP-Bench level ladder")
+    for col in columns:
+        table.add_column(col, no_wrap=col != "text", overflow="fold")
     for row in cells:
         table.add_row(*row)
     out_console.print(table)

@@ -34,8 +34,8 @@ IN_PROGRESS = ".mmnp-generate.json"  # the arguments of an unfinished generation
 SEED_STRIDE = 1_000_000  # instance i of a run with --seed s has seed s * SEED_STRIDE + i
 PARAM_HEADROOM = 10  # a --param may reach this many times the largest preset value of its field
 _TEMP = re.compile(r"^\..+\.tmp(\d+)$")  # what `atomic_write` leaves behind when killed mid-write
-_NAME = re.compile(r"^[a-z0-9_]+$")  # task and difficulty names: safe as path parts
-_ID = re.compile(r"^(?P<task>[a-z0-9_]+)-(?P<difficulty>[a-z0-9_]+)-(?P<index>\d{4,})$")
+_NAME = re.compile(r"^[a-z0-9_]+$|^L[0-9]+$")  # task and difficulty names (ladder levels L1..): safe as path parts
+_ID = re.compile(r"^(?P<task>[a-z0-9_]+)-(?P<difficulty>[a-z0-9_]+|L[0-9]+)-(?P<index>\d{4,})$")
 
 
 # -- instance ids -------------------------------------------------------------------------------
