@@ -19,6 +19,8 @@ from mmnp import clikit
 from mmnp.clikit import console, out_console, progress_bar, split_list, user_errors
 from mmnp.errors import DataError, RunError, UsageError
 from mmnp.evaluation import cli as evaluation_cli
+from mmnp.export import export_command
+from mmnp.importers import import_command
 from mmnp.trainers import cli as trainers_cli
 
 app = typer.Typer(help="MM-NP-Bench: generate, verify, evaluate and train on NP-hard optimisation tasks.",
@@ -277,5 +279,7 @@ def show(
     console.print(f"[green]wrote[/] {out}")
 
 
+app.command("import")(import_command)
+app.command("export")(export_command)
 app.add_typer(evaluation_cli.app)
 app.add_typer(trainers_cli.app)

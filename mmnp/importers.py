@@ -289,8 +289,9 @@ def import_dataset(out: str | Path, items: list[Published], spec: ImportSpec, sh
         inst = build_instance(item, len(lines), shard, spec.optimal, spec.time_limit)
         if spec.images:
             task = get_task(item.task)
-            atomic_write(out / item.task / "images" / f"{inst.id}.png", task.render(inst, spec.image_size))
-            inst = replace(inst, image=f"{item.task}/images/{inst.id}.png")
+            png, picture = task.picture(inst, spec.image_size)
+            atomic_write(out / item.task / "images" / f"{inst.id}.png", png)
+            inst = replace(inst, image=f"{item.task}/images/{inst.id}.png", picture=picture)
         lines.append(json.dumps(inst.to_record(), ensure_ascii=False, separators=(",", ":")))
     for task, lines in by_task.items():
         atomic_write(out / task / f"{shard}.jsonl", "\n".join(lines) + "\n")
