@@ -713,6 +713,8 @@ def select_instances(tasks: str | list[str], difficulties: list[str], *, data: s
     references. Used by both evaluation and training, so both read data the same way."""
     names = [t.name for t in resolve_tasks(tasks)]
     difficulties = list(difficulties)
+    if data is not None and not (Path(data) / MANIFEST).exists():  # an `mmnp export` folder or a Hub id
+        return _select_export(data, names, difficulties, limit, image_size)
     if data is not None:
         dataset = open_dataset(data, allow_modified=allow_modified)
         instances, per_shard = [], {}
@@ -733,3 +735,39 @@ def select_instances(tasks: str | list[str], difficulties: list[str], *, data: s
                 "content_hash": bench,
                 "generated": {"tasks": names, "difficulties": difficulties, "count": n, "seed": seed}}
     return Selection(instances, identity, None, image_size)
+
+
+def _select_export(data: str | Path, names: list[str], difficulties: list[str], limit: int | None,
+                   image_size: int) -> Selection:
+    """The selection from an `mmnp export` (checked row by row against the source manifest by
+    `load_export`), with the source dataset's identity, so results compare with the folder's."""
+    from mmnp.export import load_export
+
+    export = load_export(data)
+    per_shard: dict[tuple[str, str], int] = {}
+    instances = []
+    for inst in export.instances:
+        if inst.task in names and inst.difficulty in difficulties:
+            shard = (inst.task, inst.difficulty)
+            per_shard[shard] = per_shard.get(shard, 0) + 1
+            if limit is None or per_shard[shard] <= limit:
+                instances.append(inst)
+    if not instances:
+        raise UsageError(f"{data} holds no instances of tasks {','.join(names)} at {','.join(difficulties)}")
+    manifest = export.manifest
+    refs = hashlib.sha256("".join(f"{i.id}:{_reference_digest(i.reference)}\n"
+                                  for i in export.instances).encode()).hexdigest()
+    if manifest.get("references_hash") not in (None, refs):
+        raise DataError(f"{data}: the exported references do not match the source manifest's references_hash "
+                        f"({refs[:16]} != {manifest['references_hash'][:16]}); export the dataset again")
+    identity = {"path": str(data), "benchmark_hash": export.benchmark_hash, "references_hash": refs,
+                "preset": preset_of(manifest), "modified": False, "content_hash": export.benchmark_hash}
+    return _ExportSelection(instances, identity, None, image_size, export)
+
+
+@dataclass
+class _ExportSelection(Selection):
+    export: Any = None
+
+    def image(self, inst: Instance) -> bytes:
+        return self.export.image_bytes(inst)

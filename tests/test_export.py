@@ -234,3 +234,39 @@ def test_importing_mmnp_export_stays_light():
     code = "import sys, mmnp.export, mmnp.rewards.verl; print(any(m in sys.modules for m in ('datasets', 'pyarrow')))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
+
+
+def test_mmnp_eval_on_an_export_scores_like_its_folder_and_refuses_an_edit(small_dataset, hf_export, tmp_path):
+    """`mmnp eval --data EXPORT` runs on the checked export with the source dataset's identity
+    and the same numbers as on the folder; an edited export is refused, never scored."""
+    from mmnp.cli import app
+
+    runner = CliRunner()
+    for data, out in ((small_dataset, tmp_path / "folder"), (hf_export, tmp_path / "export")):
+        result = runner.invoke(app, ["eval", "--model", "solver:random", "--data", str(data), "--difficulty",
+                                     "easy,medium", "--modality", "both", "--output-path", str(out)])
+        assert result.exit_code == 0, result.output
+    folder, export = (json.loads((tmp_path / k / "solver_random" / "results.json").read_text())
+                      for k in ("folder", "export"))
+    for key in ("benchmark_hash", "references_hash", "content_hash"):
+        assert export["dataset"][key] == folder["dataset"][key]
+    assert _rounded(export["metrics"]) == _rounded(folder["metrics"])  # instance order changes float sums only
+    edited = tmp_path / "edited"
+    copy(hf_export, edited)
+
+    def edit(rows):
+        data = json.loads(rows[0]["instance"])
+        data[next(iter(data))] = 0
+        rows[0]["instance"] = json.dumps(data)
+
+    rewrite(edited / "data/easy-00000-of-00001.parquet", edit)
+    result = runner.invoke(app, ["eval", "--model", "solver:random", "--data", str(edited), "--difficulty",
+                                 "easy,medium", "--output-path", str(tmp_path / "bad")])
+    assert result.exit_code == 1 and "hash" in result.output
+    assert not (tmp_path / "bad" / "solver_random" / "results.json").exists()
+
+
+def _rounded(value):
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return round(value, 12) if isinstance(value, float) else value
