@@ -139,7 +139,10 @@ def _top(value: Any) -> float:
 # a dataset is called by a preset's name only when its arguments and hashes equal the preset's.
 PRESETS: dict[str, dict[str, Any]] = {
     "mm-np-bench-v1": {"tasks": "all", "difficulties": ("easy", "medium", "hard"), "count": 34, "seed": 2026,
-                       "benchmark_hash": "c7187f83da02726244bfe1880c7b0d18d3572cdcb66b295c1e5c4c6ed8d57d85"},
+                       "benchmark_hash": "c7187f83da02726244bfe1880c7b0d18d3572cdcb66b295c1e5c4c6ed8d57d85",
+                       # per OR-Tools version: the references are a pure function of the instances and it
+                       "references_hash": {
+                           "9.15.6755": "99696bdb2718176318fa141766e044ed7576a2bb03ec88d491b02cecce519cb1"}},
 }
 
 
@@ -657,11 +660,14 @@ def _identity(dataset: Dataset) -> dict:
 
 
 def preset_of(manifest: dict) -> str | None:
-    """The canonical release a manifest's data equals (same arguments and hashes), else None."""
+    """The canonical release a manifest's data equals, else None: the same arguments and
+    benchmark hash and, where the release's references are recorded for the manifest's
+    OR-Tools version, the same references hash."""
     arguments = manifest.get("arguments") or {}
     for name, fixed in PRESETS.items():
-        if preset_spec(name).to_json() == arguments and all(
-                manifest.get(key) == fixed[key] for key in ("benchmark_hash", "references_hash") if key in fixed):
+        known = fixed.get("references_hash", {}).get(manifest.get("ortools_version"))
+        if preset_spec(name).to_json() == arguments and manifest.get("benchmark_hash") == fixed["benchmark_hash"] \
+                and known in (None, manifest.get("references_hash")):
             return name
     return None
 
