@@ -660,11 +660,14 @@ def _identity(dataset: Dataset) -> dict:
 
 
 def preset_of(manifest: dict) -> str | None:
-    """The canonical release a manifest's data equals (same arguments and hashes), else None."""
+    """The canonical release a manifest's data equals, else None: the same arguments and
+    benchmark hash and, where the release's references are recorded for the manifest's
+    OR-Tools version, the same references hash."""
     arguments = manifest.get("arguments") or {}
     for name, fixed in PRESETS.items():
-        if preset_spec(name).to_json() == arguments and all(
-                manifest.get(key) == fixed[key] for key in ("benchmark_hash", "references_hash") if key in fixed):
+        known = fixed.get("references_hash", {}).get(manifest.get("ortools_version"))
+        if preset_spec(name).to_json() == arguments and manifest.get("benchmark_hash") == fixed["benchmark_hash"] \
+                and known in (None, manifest.get("references_hash")):
             return name
     return None
 

@@ -195,6 +195,9 @@ def test_preset_is_named_only_for_its_exact_data():
     assert preset_of({**manifest, "benchmark_hash": "0" * 64}) is None
     assert preset_of({**manifest, "arguments": {**spec.to_json(), "optimal": False}}) is None
     assert preset_of({**manifest, "arguments": {**spec.to_json(), "seed": 1}}) is None
+    version, references = next(iter(PRESETS["mm-np-bench-v1"]["references_hash"].items()))
+    assert preset_of({**manifest, "ortools_version": version, "references_hash": references}) == "mm-np-bench-v1"
+    assert preset_of({**manifest, "ortools_version": version, "references_hash": "0" * 64}) is None
 
 
 def test_instance_ids_round_trip_and_bad_ids_are_usage_errors(pristine):
