@@ -748,16 +748,16 @@ def _plots(board: Board, group: Group, p: _Plotter) -> list[tuple[str, str]]:
 def instance_of(run: Run, instance_id: str) -> Instance | None:
     """The evaluated instance, from its dataset or regenerated from the run's generation settings;
     None when neither is available (the browser then shows the response without pictures)."""
-    from mmnp.dataset import find_instance, instance_seed
+    from mmnp.dataset import find_instance, instance_seed, parse_instance_id
     from mmnp.registry import get_task
 
     dataset = run.results.get("dataset") if isinstance(run.results.get("dataset"), dict) else {}
     try:
         if isinstance(dataset.get("path"), str) and Path(dataset["path"]).exists():
-            return find_instance(dataset["path"], instance_id)
+            return find_instance(dataset["path"], instance_id, allow_modified=dataset.get("modified") is True)
         generated = dataset.get("generated")
         if isinstance(generated, dict):
-            task, difficulty, index = instance_id.rsplit("-", 2)
+            task, difficulty, index = parse_instance_id(instance_id)
             return get_task(task).generate(difficulty, instance_seed(generated["seed"], int(index)), id=instance_id)
     except (KeyError, OSError, ValueError, MMNPError):
         return None
