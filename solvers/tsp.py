@@ -12,8 +12,8 @@ STARTS = 4  # nearest-neighbour starts tried by the heuristic
 LARGE = 100  # cities beyond which one start is tried and no kicks
 KICKS = 60  # double-bridge kicks of the iterated local search
 CUTTING_MAX_CITIES = 150  # subtour elimination tried up to this size
-CUTTING_ROUNDS = 60  # rounds of subtour cuts before handing over to CP-SAT
-CUTTING_NODES = 20_000  # SCIP branch-and-bound nodes per round
+CUTTING_ROUNDS = 40  # rounds of subtour cuts before handing over to CP-SAT
+CUTTING_NODES_PER_SECOND = 500  # SCIP branch-and-bound nodes per round per second of the time limit
 
 
 def distances(data: dict) -> np.ndarray:
@@ -126,22 +126,22 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     """Subtour elimination when it finishes within its (deterministic) limits, else CP-SAT."""
     d = distances(data)
     if len(d) <= CUTTING_MAX_CITIES:
-        tour = subtour_elimination(d)
+        tour = subtour_elimination(d, nodes=max(100, int(CUTTING_NODES_PER_SECOND * time_limit)))
         if tour is not None:
             return tour, True
     return circuit(data, time_limit, hint)
 
 
-def subtour_elimination(d: np.ndarray) -> list[int] | None:
+def subtour_elimination(d: np.ndarray, nodes: int) -> list[int] | None:
     """Dantzig-Fulkerson-Johnson: a 0/1 program with degree 2 at every city, solved to
-    optimality by SCIP (one thread, a node limit: deterministic), cutting off each subtour
-    it returns until the answer is one tour, which is then optimal. None at the limits."""
+    optimality by SCIP (one thread, `nodes` per solve: deterministic), cutting off each
+    subtour it returns until the answer is one tour, which is then optimal. None at the limits."""
     from ortools.linear_solver import pywraplp
 
     n = len(d)
     solver = pywraplp.Solver.CreateSolver("SCIP")
     solver.SetNumThreads(1)
-    solver.SetSolverSpecificParametersAsString(f"limits/nodes = {CUTTING_NODES}\n")
+    solver.SetSolverSpecificParametersAsString(f"limits/nodes = {nodes}\n")
     x = {(i, j): solver.BoolVar("") for i in range(n) for j in range(i + 1, n)}
     for v in range(n):
         solver.Add(sum(x[min(v, u), max(v, u)] for u in range(n) if u != v) == 2)
