@@ -61,7 +61,7 @@ SCALARS = ("sr_at_1", "qr_at_1", "sr", "qr", "opt_ratio", "distinct", "fail_rate
 STDERR = {"sr": "sr_se", "qr": "qr_se", "sr_at_1": "sr_at_1_se", "qr_at_1": "qr_at_1_se"}
 
 # where the named difficulties sit on the level ladder (mmnp.levels.NAMED): easy is L2, ...
-NAMED_LEVELS = {"easy": 2, "medium": 3, "hard": 4, "bench": 5}
+from mmnp.levels import NAMED as NAMED_LEVELS  # noqa: E402  (easy = L2, ..., bench = L5)
 
 
 def level_key(name: str) -> tuple:
