@@ -7,9 +7,11 @@ One command, resumable: each finished unit (the tiny model, the SFT model, each 
 each evaluation) is written to --out and skipped when the command runs again. Writes
 docs/study_cpu.md (table) and docs/images/study_cpu.png (plot).
 
-Setting (small enough for a 2-core machine, about 25 minutes when it is quiet): a tiny
-Qwen2-style model (`mmnp.tiny_model`, 4 layers of width 96, tokenizer trained here) on
-knapsack with 4 items (`--params n=4`), the quality reward (QR: the empty knapsack earns 0, so
+Setting (sized for a quiet 2-core machine: on a quiet machine SFT took 15 s and a tiny
+model's RL step about a second; on the shared machine it was written on, under a load
+average of 20-30, a step took about a minute, so the defaults are small: 6 RL steps of 2
+prompts x G=8): a tiny Qwen2-style model (`mmnp.tiny_model`, 4 layers of width 96,
+tokenizer trained here) on knapsack with 4 items (`--params n=4`), the quality reward (QR: the empty knapsack earns 0, so
 it cannot be the hack the 0/1 feasibility reward invites; the answer distribution is
 reported). Held-out instances come from another seed than the training ones (their content
 hashes are checked disjoint). Metrics per model, from K samples per held-out prompt at
