@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 
-from mmnp.trainers.algorithms import log_z_importance_sampling
-from mmnp.trainers.disa import EstimateSpec, estimate, fit
+from mmnp.trainers.disa.anchor import fit
+from mmnp.trainers.disa.estimate import EstimateSpec, estimate, log_z_importance_sampling
 
 
 def toy_bias(ns=(1, 2, 4, 8, 16, 32, 64), repeats: int = 200_000) -> list[tuple[int, float, float]]:

@@ -10,6 +10,8 @@
    --completion-length tokens, the regime of reasoning models, where generation dominates.
 2. Completions scored per second by each reward function on `medium` instances, on one
    core (target: >= 20,000/s), with a realistic mix of right, wrong and unparsable answers.
+3. `--verifications`: verifier calls per completion in a training step, per algorithm
+   (counted, not timed: each completion is verified once, by the reward function).
 """
 
 from __future__ import annotations
@@ -62,6 +64,35 @@ def step_times(model: str, steps: int, completion_length: int, forced: bool, rou
     return out
 
 
+def verifications_per_completion(model: str, steps: int = 2) -> dict[str, float]:
+    """Calls of Task.verify per generated completion over `steps` training steps."""
+    from mmnp.task import Task
+
+    calls = [0]
+    verify = Task.verify
+
+    def counted(self, *args, **kwargs):
+        calls[0] += 1
+        return verify(self, *args, **kwargs)
+
+    out = {}
+    Task.verify = counted
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for algo in ("grpo", "dmpo", "progrpo", "flowrl"):
+                spec = TrainSpec(algo=algo, model=model, output_dir=str(Path(tmp) / algo), tasks="knapsack",
+                                 difficulty="easy", count=8, max_steps=steps, num_generations=4,
+                                 per_device_train_batch_size=8, max_completion_length=16, reward="shaped",
+                                 report_to="none", save_steps=10_000)
+                trainer = build_trainer(spec)
+                calls[0] = 0
+                trainer.train()
+                out[algo] = calls[0] / (steps * 8)
+    finally:
+        Task.verify = verify
+    return out
+
+
 def reward_throughput(n_instances: int = 200) -> dict[str, float]:
     completions, payloads = [], []
     for task in mmnp.list_tasks():
@@ -92,7 +123,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--completion-length", type=int, default=256, help="forced length of the second run")
     parser.add_argument("--model", help="a model folder (default: a fresh `mmnp tiny-model`)")
+    parser.add_argument("--verifications", action="store_true", help="only count verifications per completion")
     args = parser.parse_args()
+    if args.verifications:
+        with tempfile.TemporaryDirectory() as tmp:
+            from mmnp.tiny_model import write_tiny_model
+
+            model = args.model or str(write_tiny_model(Path(tmp) / "tiny", warm_steps=100))
+            for algo, n in verifications_per_completion(model).items():
+                print(f"  {algo:>8}: {n:.2f} verifications per completion")
+        return
 
     rates = reward_throughput()
     print("reward functions, medium instances, one core:")

@@ -9,9 +9,14 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the algorithms need the train extra")
 
-from mmnp.trainers.algorithms import (boltzmann_target, confidence, disa_loss, dmpo_loss,  # noqa: E402
-                                      dmpo_phi_gradient, flowrl_loss, group_advantages, length_normalised,
-                                      log_z_importance_sampling, progrpo_advantages)
+pytest.importorskip("trl", reason="the algorithms need the train extra")
+
+from mmnp.trainers.algorithms.disa import disa_loss  # noqa: E402
+from mmnp.trainers.algorithms.dmpo import boltzmann_target, dmpo_loss, dmpo_phi_gradient  # noqa: E402
+from mmnp.trainers.algorithms.flowrl import flowrl_loss  # noqa: E402
+from mmnp.trainers.algorithms.progrpo import confidence, progrpo_advantages  # noqa: E402
+from mmnp.trainers.base import group_advantages, length_normalised  # noqa: E402
+from mmnp.trainers.disa.estimate import log_z_importance_sampling  # noqa: E402
 
 
 def test_group_advantages_by_hand():

@@ -11,7 +11,10 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="DISA needs the train extra")
 
-from mmnp.trainers.algorithms import disa_loss, log_z_importance_sampling  # noqa: E402
+pytest.importorskip("trl", reason="DISA needs the train extra")
+
+from mmnp.trainers.algorithms.disa import disa_loss  # noqa: E402
+from mmnp.trainers.disa.estimate import log_z_importance_sampling  # noqa: E402
 
 PI_REF = torch.tensor([0.4, 0.3, 0.15, 0.1, 0.05], dtype=torch.float64)
 PROPOSAL = torch.tensor([0.1, 0.15, 0.25, 0.3, 0.2], dtype=torch.float64)  # a teacher favouring good answers
@@ -69,7 +72,7 @@ def test_pipeline_estimate_fit_train(tiny_text, tmp_path):
     from typer.testing import CliRunner
 
     from mmnp.cli import app
-    from mmnp.trainers.disa import EstimateSpec, estimate
+    from mmnp.trainers.disa.estimate import EstimateSpec, estimate
 
     spec = EstimateSpec(ref=str(tiny_text), proposal=str(tiny_text), tasks="knapsack,subset_sum,max_clique",
                         difficulty="easy", prompts=9, samples=4, max_tokens=24, beta=15.0)
@@ -120,7 +123,7 @@ def test_pipeline_estimate_fit_train(tiny_text, tmp_path):
 def test_vllm_proposals_need_vllm(tiny_text, tmp_path):
     import importlib.util
 
-    from mmnp.trainers.disa import EstimateSpec, estimate
+    from mmnp.trainers.disa.estimate import EstimateSpec, estimate
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vLLM is installed here")

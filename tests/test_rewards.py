@@ -62,13 +62,17 @@ def test_verl_compute_score(rows):
 
 
 def test_train_spec_merges_defaults_yaml_and_flags(tmp_path):
+    pytest.importorskip("trl", reason="algorithm options need the train extra")
     from mmnp.trainers.spec import TrainSpec
 
     config = tmp_path / "train.yaml"
     config.write_text("algo: dmpo\nmodel: /models/x\ndmpo-lambda: 0.3\nmax_steps: 50\n")
     spec = TrainSpec.merged(config, {"max_steps": 7, "learning_rate": None})
-    assert (spec.algo, spec.model, spec.dmpo_lambda, spec.max_steps, spec.learning_rate) == ("dmpo", "/models/x", 0.3,
-                                                                                             7, 1e-6)
+    assert (spec.algo, spec.model, spec.options, spec.max_steps, spec.learning_rate) == \
+        ("dmpo", "/models/x", {"dmpo_lambda": 0.3}, 7, 1e-6)
+    assert TrainSpec.merged(config, {"dmpo_lambda": 0.6}).options == {"dmpo_lambda": 0.6}  # the flag wins
+    with pytest.raises(ValueError, match="--dmpo-lambda is not a setting of --algo grpo"):
+        TrainSpec.merged(None, {"model": "x", "algo": "grpo", "dmpo_lambda": 0.3})
     config.write_text("algo: dmpo\nmodel: x\nlambda: 3\n")
     with pytest.raises(ValueError, match="unknown setting 'lambda'"):
         TrainSpec.merged(config, {})
@@ -76,3 +80,36 @@ def test_train_spec_merges_defaults_yaml_and_flags(tmp_path):
         TrainSpec.merged(None, {"model": "x", "algo": "ppo"})
     with pytest.raises(ValueError, match="--model is required"):
         TrainSpec.merged(None, {})
+
+
+def test_every_algorithm_setting_is_a_flag():
+    """Each field an algorithm's config adds to TRL's is generated into `mmnp train`'s flags,
+    including those the old hand-written spec could not reach."""
+    pytest.importorskip("trl", reason="algorithm options need the train extra")
+    from typer.testing import CliRunner
+
+    from mmnp.cli import app
+    from mmnp.trainers.algorithms import algorithm_names, option_flags, own_options
+
+    flags = option_flags()
+    for algo in algorithm_names():
+        assert {f.name for f in own_options(algo)} <= set(flags)
+    assert {"logz_hidden", "logz_learning_rate", "disa_w_max", "allow_inexact"} <= set(flags)
+    result = CliRunner().invoke(app, ["train", "--help"], terminal_width=200)
+    assert "--logz-learning-rate" in result.output and "--disa-w-max" in result.output
+    result = CliRunner().invoke(app, ["train", "--algo", "grpo", "--model", "x", "--logz-hidden", "8"])
+    assert result.exit_code == 2 and "not a setting of --algo grpo" in result.output
+
+
+def test_rewards_hand_their_verdicts_to_log_extra():
+    """One verification per completion serves the reward and the trainer's SR/QR/distinct."""
+    from mmnp.rewards import VERDICT_COLUMNS, quality_reward
+
+    inst = mmnp.get_task("knapsack").generate("easy", seed=3)
+    good = mmnp.get_task("knapsack").format_answer(inst.reference["heuristic"]["solution"])
+    logged = {}
+    rewards = quality_reward(None, [good, "no answer"], [record_payload(inst)] * 2,
+                             log_extra=lambda column, values: logged.setdefault(column, values))
+    assert set(logged) == set(VERDICT_COLUMNS)
+    assert logged["mmnp/feasible"] == [1.0, 0.0] and logged["mmnp/qr"] == rewards
+    assert logged["mmnp/solution"][0] is not None and logged["mmnp/solution"][1] is None

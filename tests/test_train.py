@@ -65,7 +65,7 @@ def test_cached_completion_logps_match_a_full_forward(tiny_text):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from mmnp.trainers.grpo import cached_completion_logps, unique_rows
+    from mmnp.trainers.base import cached_completion_logps, unique_rows
 
     model = AutoModelForCausalLM.from_pretrained(tiny_text).eval()
     torch.manual_seed(0)

@@ -1,6 +1,8 @@
-"""What `mmnp train` can be told: one dataclass, whose fields are both the CLI flags
-(--max-steps) and the YAML keys (max_steps), so the two never drift. Importable without
-torch, so `mmnp --help` works on the base install."""
+"""What `mmnp train` can be told: the settings every algorithm shares (this dataclass) and
+the algorithm's own (`options`, the fields its config declares in its file under
+trainers/algorithms/). Both are generated into CLI flags (--max-steps, --dmpo-lambda) and
+YAML keys (max_steps, dmpo_lambda), so flags, keys and configs never drift. Importable
+without torch, so `mmnp --help` works on the base install."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-ALGORITHMS = ("grpo", "dmpo", "progrpo", "flowrl", "disa")
+from mmnp.errors import UsageError
+
 REWARD_SHAPES = ("quality", "feasible", "shaped")
 
 
@@ -19,7 +22,7 @@ def _f(default: Any, help: str) -> Any:
 
 @dataclass
 class TrainSpec:
-    algo: str = _f("grpo", "grpo, dmpo, progrpo, flowrl or disa.")
+    algo: str = _f("grpo", "The algorithm: a file of trainers/algorithms/ (grpo, dmpo, progrpo, flowrl, disa).")
     model: str = _f("", "Model path or hub id (`mmnp tiny-model` makes a local one).")
     output_dir: str = _f("runs/mmnp", "Checkpoints, metrics.csv and TensorBoard logs.")
     tasks: str = _f("all", "Comma-separated tasks, or all.")
@@ -27,6 +30,7 @@ class TrainSpec:
     modality: str = _f("text", "text, or image (vision-language models).")
     data: str | None = _f(None, "A folder from `mmnp generate`; else instances are generated from --seed.")
     count: int = _f(64, "Instances per task and difficulty when generating.")
+    params: str | None = _f(None, "Generator overrides for generated instances, e.g. n=4 (smaller instances).")
     seed: int = _f(1, "Generation and training seed (keep it away from the test set's).")
     reward: str = _f("quality", "quality (QR), feasible (0/1) or shaped (format bonus + QR - penalty).")
     system_prompt: str | None = _f(None, "A system message for every prompt.")
@@ -34,6 +38,9 @@ class TrainSpec:
     num_generations: int = _f(8, "Completions per prompt (the group size G).")
     per_device_train_batch_size: int = _f(8, "Completions per device per micro-batch.")
     gradient_accumulation_steps: int = _f(1, "Micro-batches per optimisation step.")
+    steps_per_generation: int | None = _f(None, "Optimisation steps per generation batch (default: "
+                                                "gradient_accumulation_steps).")
+    num_iterations: int = _f(1, "Optimisation passes over each generation batch.")
     learning_rate: float = _f(1e-6, "Policy learning rate.")
     max_completion_length: int = _f(1024, "Completion token limit.")
     temperature: float = _f(1.0, "Sampling temperature of the rollouts.")
@@ -48,46 +55,54 @@ class TrainSpec:
     vllm_server_base_url: str | None = _f(None, "server mode: the vLLM server, e.g. http://10.0.0.2:8000.")
     vllm_gpu_memory_utilization: float | None = _f(None, "colocate mode: vLLM's share of GPU memory.")
     image_size: int = _f(768, "Rendered image height for --modality image.")
-    dmpo_lambda: float = _f(0.5, "DMPO: weight of L_DM.")
-    dmpo_alpha: float = _f(1.0, "DMPO: Boltzmann temperature.")
-    progrpo_alpha: float = _f(0.3, "ProGRPO: re-weighting strength.")
-    progrpo_fraction: float = _f(0.2, "ProGRPO: share of lowest-probability tokens in a confidence.")
-    flowrl_beta: float = _f(15.0, "FlowRL: reward scale.")
-    flowrl_w_max: float = _f(10.0, "FlowRL: importance-weight clip.")
-    logz: str | None = _f(None, "DISA: the folder of `mmnp disa estimate` and `fit` (beta and reward come from it).")
+    options: dict = field(default_factory=dict, metadata={"help": "The algorithm's own settings."})
 
     @classmethod
     def merged(cls, yaml_path: str | Path | None, cli: dict[str, Any]) -> TrainSpec:
         """Defaults, then the YAML file, then the flags given on the command line."""
         import yaml
 
-        names = {f.name for f in fields(cls)}
+        from mmnp.trainers.algorithms import option_flags
+
+        names = {f.name for f in fields(cls)} - {"options"}
+        knobs = set(option_flags())
         values: dict[str, Any] = {}
+        options: dict[str, Any] = {}
         if yaml_path is not None:
             loaded = yaml.safe_load(Path(yaml_path).read_text()) or {}
             if not isinstance(loaded, dict):
-                raise ValueError(f"{yaml_path}: expected a mapping of settings")
+                raise UsageError(f"{yaml_path}: expected a mapping of settings")
             for key, value in loaded.items():
                 name = key.replace("-", "_")
-                if name not in names:
-                    raise ValueError(f"{yaml_path}: unknown setting {key!r}; settings: {', '.join(sorted(names))}")
-                values[name] = value
-        values.update({k: v for k, v in cli.items() if v is not None})
-        spec = cls(**values)
+                if name not in names | knobs:
+                    raise UsageError(f"{yaml_path}: unknown setting {key!r}; settings: {', '.join(sorted(names | knobs))}")
+                (options if name in knobs else values)[name] = value
+        for key, value in cli.items():
+            if value is not None:
+                (options if key in knobs else values)[key] = value
+        spec = cls(**values, options=options)
         spec.validate()
         return spec
 
     def validate(self) -> None:
+        """Checks that need no model: the algorithm exists and owns every option given."""
+        from mmnp.trainers.algorithms import algorithm_names, own_options
+
         if not self.model:
-            raise ValueError("--model is required (a local path or hub id; `mmnp tiny-model` makes a local one)")
-        if self.algo not in ALGORITHMS:
-            raise ValueError(f"--algo {self.algo!r}: choose one of {', '.join(ALGORITHMS)}")
+            raise UsageError("--model is required (a local path or hub id; `mmnp tiny-model` makes a local one)")
+        if self.algo not in algorithm_names():
+            raise UsageError(f"--algo {self.algo!r}: choose one of {', '.join(algorithm_names())}")
         if self.reward not in REWARD_SHAPES:
-            raise ValueError(f"--reward {self.reward!r}: choose one of {', '.join(REWARD_SHAPES)}")
+            raise UsageError(f"--reward {self.reward!r}: choose one of {', '.join(REWARD_SHAPES)}")
         if self.modality not in ("text", "image"):
-            raise ValueError(f"--modality {self.modality!r}: choose text or image")
-        if self.algo == "disa" and not self.logz:
-            raise ValueError("--algo disa needs --logz DIR from `mmnp disa fit`")
+            raise UsageError(f"--modality {self.modality!r}: choose text or image")
+        own = {f.name for f in own_options(self.algo)}
+        foreign = sorted(set(self.options) - own)
+        if foreign:
+            raise UsageError(f"--{foreign[0].replace('_', '-')} is not a setting of --algo {self.algo} "
+                             f"(its own: {', '.join(sorted(own)) or 'none'})")
+        if self.algo == "disa" and not self.options.get("logz"):
+            raise UsageError("--algo disa needs --logz DIR from `mmnp disa fit`")
 
 
 def _base_type(hint: Any) -> type:
@@ -97,4 +112,5 @@ def _base_type(hint: Any) -> type:
 
 TRAIN_FIELDS: list[tuple[str, type, str]] = [
     (f.name, _base_type(typing.get_type_hints(TrainSpec)[f.name]), f.metadata["help"]) for f in fields(TrainSpec)
+    if f.name != "options"
 ]

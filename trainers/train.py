@@ -12,35 +12,19 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from mmnp.errors import UsageError
 from mmnp.rewards import REWARDS
 from mmnp.trainers.spec import TrainSpec
-
-
-def _algorithms() -> dict[str, tuple[type, type]]:
-    from trl import GRPOConfig
-
-    from mmnp.trainers.dmpo import DMPOConfig, DMPOTrainer
-    from mmnp.trainers.flowrl import FlowRLConfig, FlowRLTrainer
-    from mmnp.trainers.grpo import MMNPGRPOTrainer
-    from mmnp.trainers.progrpo import ProGRPOConfig, ProGRPOTrainer
-
-    table = {"grpo": (MMNPGRPOTrainer, GRPOConfig), "dmpo": (DMPOTrainer, DMPOConfig),
-             "progrpo": (ProGRPOTrainer, ProGRPOConfig), "flowrl": (FlowRLTrainer, FlowRLConfig)}
-    try:
-        from mmnp.trainers.disa import DISAConfig, DISATrainer
-
-        table["disa"] = (DISATrainer, DISAConfig)
-    except ImportError:
-        pass
-    return table
 
 
 class MetricsLog(TrainerCallback):
     """Every logged dict as a CSV row (metrics.csv) and a rich line on the console."""
 
-    def __init__(self, output_dir: str, console=None) -> None:
+    def __init__(self, output_dir: str, console=None, shown: tuple[str, ...] = ()) -> None:
         self.path = Path(output_dir) / "metrics.csv"
         self.console = console
+        self.shown = ("loss", "reward", "mmnp/sr", "mmnp/qr", "mmnp/distinct_feasible", "entropy",
+                      "completions/mean_length") + shown
         self.rows: list[dict] = []
         self.resumed = False
         if self.path.exists():  # a resumed run keeps the rows of the steps before it
@@ -62,37 +46,39 @@ class MetricsLog(TrainerCallback):
             writer.writeheader()
             writer.writerows(self.rows)
         if self.console is not None:
-            keys = [k for k in ("loss", "reward", "mmnp/sr", "mmnp/qr", "mmnp/distinct_feasible", "entropy",
-                                "completions/mean_length", "dmpo/l_dm", "progrpo/confidence_gap", "flowrl/log_z",
-                                "disa/residual", "disa/anchor") if k in row]
+            keys = [k for k in self.shown if k in row]
             self.console.print(f"[bold]step {state.global_step}[/] " +
                                "  ".join(f"{k} {row[k]:.4g}" for k in keys), highlight=False)
 
 
 def build_trainer(spec: TrainSpec, console=None):
+    """The registered trainer of `spec.algo`, its config from the spec's shared settings and
+    the algorithm's options, and the training data (`mmnp.trainers.data`)."""
     import torch
     from transformers import AutoConfig, AutoProcessor, AutoTokenizer
 
-    from mmnp.trainers.data import train_dataset
+    from mmnp.trainers.algorithms import get_algorithm
+    from mmnp.trainers.data import parse_params, train_dataset
 
-    trainer_class, config_class = _algorithms()[spec.algo]
+    spec.validate()
+    trainer_class = get_algorithm(spec.algo)
+    config_class = trainer_class.config_class
     vision = getattr(AutoConfig.from_pretrained(spec.model), "vision_config", None) is not None
     if spec.modality == "image" and not vision:
-        raise ValueError(f"{spec.model} has no vision tower: train it with --modality text")
+        raise UsageError(f"{spec.model} has no vision tower: train it with --modality text")
     processing = (AutoProcessor if vision else AutoTokenizer).from_pretrained(spec.model, padding_side="left")
     bf16 = spec.bf16 if spec.bf16 is not None else bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     own = {f.name for f in fields(config_class)}
     config_values = {name: getattr(spec, name) for name in own & {f.name for f in fields(TrainSpec)}
                      if name not in ("model", "seed", "bf16") and getattr(spec, name) is not None}
-    config = config_class(**config_values, bf16=bf16, seed=spec.seed, use_cpu=not torch.cuda.is_available(),
-                          save_strategy="steps", log_completions=False, remove_unused_columns=False)
+    config = config_class(**config_values, **spec.options, bf16=bf16, seed=spec.seed,
+                          use_cpu=not torch.cuda.is_available(), save_strategy="steps", log_completions=False,
+                          remove_unused_columns=False)
     dataset = train_dataset(spec.tasks, spec.difficulty.split(","), spec.count, spec.seed, spec.modality,
-                            spec.data, spec.system_prompt, spec.image_size)
-    callbacks = [MetricsLog(spec.output_dir, console)]
-    kwargs = {"anchor_dir": spec.logz} if spec.algo == "disa" else {}
-    trainer = trainer_class(model=spec.model, reward_funcs=[REWARDS[spec.reward]], args=config,
-                            train_dataset=dataset, processing_class=processing, callbacks=callbacks, **kwargs)
-    return trainer
+                            spec.data, spec.system_prompt, spec.image_size, parse_params(spec.params))
+    callbacks = [MetricsLog(spec.output_dir, console, trainer_class.display_metrics)]
+    return trainer_class(model=spec.model, reward_funcs=[REWARDS[spec.reward]], args=config, train_dataset=dataset,
+                         processing_class=processing, callbacks=callbacks)
 
 
 def train(trainer, spec: TrainSpec) -> Path:

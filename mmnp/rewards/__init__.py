@@ -14,6 +14,10 @@ Shapes:
   reference; above 1 when the heuristic is beaten), 0 when infeasible or unparsed.
 - `shaped_reward` (NP-Engine's form): a format bonus for a parsed answer, plus the ratio
   when feasible, minus a penalty when infeasible; `make_shaped_reward` sets the weights.
+
+Given TRL's `log_extra` argument, each also hands back its verdicts (the columns of
+`VERDICT_COLUMNS`: feasible, quality ratio, canonical solution or None), so a trainer logs
+SR, QR and distinct solutions without verifying any completion a second time.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from mmnp.core import Verdict
 from mmnp.registry import get_task
 
 COLUMN = "mmnp_instance"
+VERDICT_COLUMNS = ("mmnp/feasible", "mmnp/qr", "mmnp/solution")
 
 
 @lru_cache(maxsize=8192)
@@ -65,23 +70,34 @@ def score(completion: Any, payload: str) -> tuple[Verdict, float]:
     return verdict, task.quality_ratio(verdict.objective, record["reference_objective"])
 
 
-def feasible_reward(prompts: list, completions: list, mmnp_instance: list[str], **columns: Any) -> list[float]:
-    return [1.0 if score(c, p)[0].feasible else 0.0 for c, p in zip(completions, mmnp_instance)]
+def _scores(completions: list, payloads: list[str], log_extra: Callable | None) -> list[tuple[Verdict, float]]:
+    """Verify each completion once; hand the verdicts to TRL's `log_extra` when given."""
+    out = [score(c, p) for c, p in zip(completions, payloads)]
+    if log_extra is not None:
+        log_extra(VERDICT_COLUMNS[0], [float(v.feasible) for v, _ in out])
+        log_extra(VERDICT_COLUMNS[1], [r for _, r in out])
+        log_extra(VERDICT_COLUMNS[2], [repr(get_task(_record(p)["task"]).verifier.canonical(v.solution))
+                                       if v.feasible else None for (v, _), p in zip(out, payloads)])
+    return out
 
 
-def quality_reward(prompts: list, completions: list, mmnp_instance: list[str], **columns: Any) -> list[float]:
-    return [score(c, p)[1] for c, p in zip(completions, mmnp_instance)]
+def feasible_reward(prompts: list, completions: list, mmnp_instance: list[str], log_extra: Callable | None = None,
+                    **columns: Any) -> list[float]:
+    return [1.0 if v.feasible else 0.0 for v, _ in _scores(completions, mmnp_instance, log_extra)]
+
+
+def quality_reward(prompts: list, completions: list, mmnp_instance: list[str], log_extra: Callable | None = None,
+                   **columns: Any) -> list[float]:
+    return [r for _, r in _scores(completions, mmnp_instance, log_extra)]
 
 
 def make_shaped_reward(format_bonus: float = 0.1, infeasible_penalty: float = 0.5) -> Callable[..., list[float]]:
     """format_bonus * [parsed] + (ratio if feasible else -infeasible_penalty)."""
 
-    def shaped_reward(prompts: list, completions: list, mmnp_instance: list[str], **columns: Any) -> list[float]:
-        out = []
-        for c, p in zip(completions, mmnp_instance):
-            verdict, ratio = score(c, p)
-            out.append(format_bonus * verdict.parsed + (ratio if verdict.feasible else -infeasible_penalty))
-        return out
+    def shaped_reward(prompts: list, completions: list, mmnp_instance: list[str], log_extra: Callable | None = None,
+                      **columns: Any) -> list[float]:
+        return [format_bonus * v.parsed + (r if v.feasible else -infeasible_penalty)
+                for v, r in _scores(completions, mmnp_instance, log_extra)]
 
     shaped_reward.__name__ = "shaped_reward"
     return shaped_reward
@@ -95,5 +111,5 @@ REWARDS: dict[str, Callable[..., list[float]]] = {
     "shaped": shaped_reward,
 }
 
-__all__ = ["COLUMN", "REWARDS", "feasible_reward", "make_shaped_reward", "quality_reward", "record_payload",
+__all__ = ["COLUMN", "REWARDS", "VERDICT_COLUMNS", "feasible_reward", "make_shaped_reward", "quality_reward", "record_payload",
            "score", "shaped_reward"]

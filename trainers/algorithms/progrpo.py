@@ -11,20 +11,42 @@ from dataclasses import dataclass, field
 import torch
 from trl import GRPOConfig
 
-from mmnp.trainers.algorithms import confidence, progrpo_advantages
-from mmnp.trainers.grpo import MMNPGRPOTrainer
+from mmnp.trainers.algorithms import register_algorithm
+from mmnp.trainers.base import GroupScores, MMNPTrainer
+
+
+def confidence(token_logps: torch.Tensor, mask: torch.Tensor, fraction: float = 0.2) -> torch.Tensor:
+    """c(x) = exp(mean of the lowest `fraction` of x's token log-probabilities), per row."""
+    big = torch.finfo(token_logps.dtype).max
+    lengths = mask.sum(-1)
+    k = (lengths * fraction).ceil().clamp(min=1).long()
+    ordered = torch.where(mask.bool(), token_logps, torch.full_like(token_logps, big)).sort(dim=-1).values
+    take = torch.arange(token_logps.size(-1), device=token_logps.device)[None, :] < k[:, None]
+    low_mean = (ordered * take).sum(-1) / k
+    return torch.exp(torch.where(lengths > 0, low_mean, torch.zeros_like(low_mean)))
+
+
+def progrpo_advantages(advantages: torch.Tensor, prompt_confidence: torch.Tensor, answer_confidence: torch.Tensor,
+                       rewards: torch.Tensor, alpha: float = 0.3) -> torch.Tensor:
+    """A~_i = A_i + alpha * (c(q) - c(o_i|q)) for correct answers (reward > 0); a group
+    with no correct answer, and every incorrect answer, keeps its plain advantage."""
+    correct = rewards > 0
+    shift = alpha * (prompt_confidence - answer_confidence)
+    return torch.where(correct, advantages + shift, advantages)
 
 
 @dataclass
 class ProGRPOConfig(GRPOConfig):
-    progrpo_alpha: float = field(default=0.3, metadata={"help": "Re-weighting strength (the paper's ablation: 0.3)."})
-    progrpo_fraction: float = field(default=0.2, metadata={"help": "Share of lowest-probability tokens in c(x)."})
+    progrpo_alpha: float = field(default=0.3, metadata={"help": "ProGRPO: re-weighting strength (the paper: 0.3)."})
+    progrpo_fraction: float = field(default=0.2, metadata={"help": "ProGRPO: share of lowest-probability tokens in c(x)."})
 
 
-class ProGRPOTrainer(MMNPGRPOTrainer):
+@register_algorithm("progrpo")
+class ProGRPOTrainer(MMNPTrainer):
     config_class = ProGRPOConfig
+    display_metrics = ("progrpo/confidence_gap",)
 
-    def on_scored(self, batch: dict) -> dict:
+    def on_scored(self, batch: dict, scores: GroupScores) -> dict:
         answer_logps = batch.get("old_per_token_logps")
         if answer_logps is None:
             answer_logps = batch["old_per_token_logps"] = self.no_grad_logps(self.model, batch)
@@ -34,8 +56,7 @@ class ProGRPOTrainer(MMNPGRPOTrainer):
         prompt_conf = confidence(self.prompt_logps(self.model, batch, rows), batch["prompt_mask"][rows, 1:],
                                  fraction)[inverse]
         answer_conf = confidence(answer_logps, mask, fraction)
-        local = mask.size(0)
-        rewards = self.local_slice(self._rewards.to(mask.device), local)
+        rewards = scores.local.to(mask.device)
         batch["advantages"] = progrpo_advantages(batch["advantages"], prompt_conf, answer_conf, rewards,
                                                  self.args.progrpo_alpha)
         correct = rewards > 0

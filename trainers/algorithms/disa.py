@@ -1,0 +1,87 @@
+"""DISA step 3, the anchored trainer: the loss replaces GRPO's with
+w_i (g(q) + log pi(o|q) - log pi_ref(o|q) - beta r~)^2, no gradient through the frozen anchor
+g (`mmnp.trainers.disa.anchor`, fitted to the labels of `mmnp.trainers.disa.estimate`), with
+the estimate's log-likelihood convention, reward and beta. r~ is the reward itself (not
+group-normalised), so estimation and training use the same one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from trl import GRPOConfig
+
+from mmnp.errors import UsageError
+from mmnp.rewards import REWARDS
+from mmnp.trainers.algorithms import register_algorithm
+from mmnp.trainers.base import GroupScores, MMNPTrainer, length_normalised
+from mmnp.trainers.disa.anchor import Anchor, pooled_prompt_features, size_features
+
+
+def disa_loss(anchor: torch.Tensor, logp: torch.Tensor, logp_ref: torch.Tensor, reward: torch.Tensor,
+              weight: torch.Tensor, beta: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The anchored residual sum_i w_i (g(q) + log pi(o_i|q) - log pi_ref(o_i|q) - beta r~)^2,
+    averaged over sequences, with no gradient through the anchor g(q). Returns (loss, residual)."""
+    residual = anchor.detach() + logp - logp_ref.detach() - beta * reward.detach()
+    return (weight.detach() * residual**2).mean(), residual
+
+
+@dataclass
+class DISAConfig(GRPOConfig):
+    logz: str | None = field(default=None, metadata={
+        "help": "DISA: the folder of `mmnp disa estimate` and `fit` (beta, reward and log-likelihood come from it)."})
+    disa_w_max: float = field(default=10.0, metadata={"help": "DISA: clip of the importance weight w_i."})
+
+
+@register_algorithm("disa")
+class DISATrainer(MMNPTrainer):
+    config_class = DISAConfig
+    display_metrics = ("disa/residual", "disa/anchor")
+    needs_reference = True
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.args.logz:
+            raise UsageError("--algo disa needs --logz DIR from `mmnp disa fit`")
+        self.anchor, config = Anchor.load(self.args.logz, self.accelerator.device)
+        if "size_tasks" not in config:
+            raise UsageError(f"{self.args.logz}: the anchor predates stored size features; estimate and fit again")
+        self.size_tasks = config["size_tasks"]
+        self.estimate = config["estimate"]
+        names = [getattr(f, "__name__", "") for f in self.reward_funcs]
+        expected = REWARDS[self.estimate["reward"]].__name__
+        if names != [expected]:
+            raise UsageError(f"the anchor was estimated with the {self.estimate['reward']} reward; train with "
+                             f"--reward {self.estimate['reward']} so r~ is the same")
+        if self.temperature != 1.0:
+            raise UsageError("DISA needs --temperature 1.0: the anchor's log-likelihoods were taken at 1.0")
+
+    def on_scored(self, batch: dict, scores: GroupScores) -> dict:
+        if "pixel_values" in batch:
+            raise UsageError("DISA's anchor is estimated on text prompts; train it with --modality text")
+        ref = self.accelerator.unwrap_model(self.ref_model)
+        rows, inverse = self.unique_prompts(batch)
+        forwards = int(self.accelerator.gather(torch.tensor([len(rows)], device=rows.device)).max())
+        hidden = pooled_prompt_features(ref, batch["prompt_ids"][rows], batch["prompt_mask"][rows], forwards)[inverse]
+        size = torch.tensor([size_features(p, self.size_tasks) for p in scores.records], device=hidden.device)
+        with torch.no_grad():
+            batch["disa_anchor"] = self.anchor(torch.cat([hidden, size], dim=1))
+        if "ref_per_token_logps" not in batch:
+            batch["ref_per_token_logps"] = self.no_grad_logps(self.ref_model, batch)
+        batch["disa_reward"] = scores.local.to(hidden.device)
+        return batch
+
+    def _loglik(self, token_logps: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return length_normalised(token_logps, mask) if self.estimate["loglik"] == "mean" else (token_logps * mask).sum(-1)
+
+    def replace_loss(self, inputs, logps):
+        mask = self.completion_mask(inputs)
+        old = inputs.get("old_per_token_logps")
+        old = logps.detach() if old is None else old
+        weight = torch.exp(((logps - old) * mask).sum(-1)).clamp(max=self.args.disa_w_max)
+        anchored, residual = disa_loss(inputs["disa_anchor"], self._loglik(logps, mask),
+                                       self._loglik(inputs["ref_per_token_logps"], mask), inputs["disa_reward"],
+                                       weight, self.estimate["beta"])
+        self.log_metric("disa/residual", residual.abs().mean().item())
+        self.log_metric("disa/anchor", inputs["disa_anchor"].mean().item())
+        return anchored
