@@ -202,6 +202,9 @@ class Instance:
 
     @property
     def best_objective(self) -> float:
-        """The best-known objective: the exact solver's when it ran, else the heuristic's."""
-        optimal = self.reference.get("optimal")
-        return optimal["objective"] if optimal else self.reference_objective
+        """The best-known objective: a published optimum (imported instances), else the exact
+        solver's when it ran, else the heuristic's."""
+        for source in ("published", "optimal"):
+            if self.reference.get(source):
+                return self.reference[source]["objective"]
+        return self.reference_objective

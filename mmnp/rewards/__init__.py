@@ -45,9 +45,7 @@ def _record(payload: str) -> dict:
 
 def record_payload(inst) -> str:
     """The `mmnp_instance` column value for an Instance."""
-    return json.dumps({"id": inst.id, "task": inst.task, "instance": inst.data,
-                       "reference_objective": inst.reference_objective, "best_objective": inst.best_objective},
-                      separators=(",", ":"))
+    return json.dumps(inst.to_reward_record(), separators=(",", ":"))
 
 
 def completion_text(completion: Any) -> str:

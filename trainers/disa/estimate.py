@@ -26,12 +26,18 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 import torch
+from mmnp.trainers.disa.anchor import (
+    ESTIMATE,
+    LABELS,
+    pooled_prompt_features,
+    size_features,
+)
 
 from mmnp.dataset import atomic_write
 from mmnp.errors import UsageError
+from mmnp.records import JsonlLog
 from mmnp.registry import list_tasks
 from mmnp.rewards import REWARDS, record_payload
-from mmnp.trainers.disa.anchor import ESTIMATE, LABELS, pooled_prompt_features, size_features
 
 
 def log_z_importance_sampling(logp_ref: torch.Tensor, logp_proposal: torch.Tensor, reward: torch.Tensor,
@@ -83,12 +89,11 @@ class EstimateSpec:
 
 
 def load_model(path: str, device):
-    """(model, tokenizer) for scoring and sampling; the one place DISA loads a model."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """(model, tokenizer) for scoring and sampling, through the loader evaluation uses."""
+    from mmnp.evaluation.models import load_hf
 
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path).to(device).eval()
-    return model, tokenizer
+    loaded = load_hf(path, device=str(device), vision=False)
+    return loaded.model, loaded.tokenizer
 
 
 class _Proposals(Protocol):
@@ -131,11 +136,10 @@ class VLLMProposals:
     """vLLM samples and reports each sampled token's log-probability: no scoring pass."""
 
     def __init__(self, path: str) -> None:
-        try:
-            from vllm import LLM
-        except ImportError:
-            raise UsageError("--engine vllm needs vLLM on a GPU machine: pip install 'mmnp[vllm]'") from None
-        self.llm = LLM(model=path, generation_config="vllm")  # the checkpoint's sampling defaults stay off
+        from mmnp.evaluation.models import load_vllm
+
+        # generation_config="vllm": the checkpoint's sampling defaults stay off
+        self.llm = load_vllm(path, images_per_prompt=0, generation_config="vllm")
         self.tokenizer = self.llm.get_tokenizer()
 
     def sample(self, prompt_ids, n, max_tokens, seed, loglik):
@@ -168,18 +172,6 @@ def estimation_prompts(spec: EstimateSpec):
     return ordered[: spec.prompts]
 
 
-def labelled_ids(labels: Path) -> set[str]:
-    """Ids already in the labels log; a torn last line (an interrupted write) is cut off.
-    The one place DISA reads its log (to be replaced by mmnp's shared records log)."""
-    if not labels.exists():
-        return set()
-    raw = labels.read_bytes()
-    if raw and not raw.endswith(b"\n"):
-        raw = raw[: raw.rfind(b"\n") + 1]
-        labels.write_bytes(raw)
-    return {json.loads(line)["id"] for line in raw.decode().splitlines() if line.strip()}
-
-
 def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int], None] | None = None,
              device: str | None = None) -> Path:
     """Write `labels.jsonl` (one line per prompt) and `estimate.json` to `out`; resumable."""
@@ -192,8 +184,7 @@ def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int],
     if meta_path.exists() and json.loads(meta_path.read_text()) != meta:
         raise UsageError(f"{out} holds an estimate with other settings; use another --out or delete it")
     atomic_write(meta_path, json.dumps(meta, indent=1))
-    labels = out / LABELS
-    done = labelled_ids(labels)
+    labels = JsonlLog(out / LABELS, key_of=lambda r: r["id"])  # cuts a torn last line: resumes cleanly
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if spec.engine == "vllm":  # vLLM first: it claims its share of GPU memory before the reference loads
         proposals: _Proposals = VLLMProposals(spec.proposal)
@@ -204,8 +195,8 @@ def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int],
                                             else load_model(spec.proposal, device)), device)
     prop_tok = proposals.tokenizer
     reward = REWARDS[spec.reward]
-    todo = [inst for inst in estimation_prompts(spec) if inst.id not in done]
-    with open(labels, "a", encoding="utf-8") as f:
+    todo = [inst for inst in estimation_prompts(spec) if inst.id not in labels.records]
+    try:
         for k, inst in enumerate(todo):
             messages = [{"role": "user", "content": inst.prompt}]
             ref_prompt, prop_prompt = (
@@ -225,11 +216,12 @@ def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int],
             w = torch.exp(a - a.max())
             features = pooled_prompt_features(ref, torch.tensor([ref_prompt], device=device),
                                               torch.ones(1, len(ref_prompt), device=device))[0].tolist()
-            f.write(json.dumps({"id": inst.id, "task": inst.task, "difficulty": inst.difficulty, "log_z": log_z,
-                                "ess": (w.sum() ** 2 / (w**2).sum()).item(), "n": spec.samples,
-                                "reward_mean": sum(rewards) / len(rewards), "features": features,
-                                "size": size_features(record_payload(inst), tasks)}) + "\n")
-            f.flush()
+            labels.append({"id": inst.id, "task": inst.task, "difficulty": inst.difficulty, "log_z": log_z,
+                           "ess": (w.sum() ** 2 / (w**2).sum()).item(), "n": spec.samples,
+                           "reward_mean": sum(rewards) / len(rewards), "features": features,
+                           "size": size_features(record_payload(inst), tasks)})
             if progress:
                 progress(k + 1, len(todo))
+    finally:
+        labels.close()
     return out
