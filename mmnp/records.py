@@ -43,7 +43,7 @@ class JsonlLog:
         self.records: dict[str, dict] = {}
         self._fd: int | None = None
         if self.path.exists():
-            for record in _read_lines(self.path, repair=True):
+            for record in _read_lines(self.path, repair=True, key_of=key_of):
                 self.records[key_of(record)] = record
 
     def append(self, record: dict) -> None:
@@ -84,7 +84,7 @@ def read_samples(path: str | Path) -> list[dict]:
     return list(latest.values())
 
 
-def _read_lines(path: Path, repair: bool) -> Iterable[dict]:
+def _read_lines(path: Path, repair: bool, key_of: Callable[[dict], str] = lambda r: r["key"]) -> Iterable[dict]:
     raw = path.read_bytes()
     if raw and not raw.endswith(b"\n"):  # killed mid-write: the partial line is not a record
         raw = raw[: raw.rfind(b"\n") + 1]
@@ -100,8 +100,12 @@ def _read_lines(path: Path, repair: bool) -> Iterable[dict]:
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
             raise DataError(f"{path}, line {number}: not a JSON record ({type(e).__name__}); "
                             "delete that line and run again (its sample is then asked again)") from None
-        if not isinstance(record, dict) or not isinstance(record.get("key"), str):
-            raise DataError(f"{path}, line {number}: a record without a 'key'; "
+        try:
+            keyed = isinstance(record, dict) and isinstance(key_of(record), str)
+        except (KeyError, TypeError):
+            keyed = False
+        if not keyed:
+            raise DataError(f"{path}, line {number}: a record without its key; "
                             "delete that line and run again (its sample is then asked again)")
         for name in TOKEN_FIELDS:  # written by an older mmnp that stored whatever the server said
             if name in record and not _is_count(record[name]):
