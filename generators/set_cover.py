@@ -109,6 +109,11 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     return canvas
 
 
+def subset_rows(subsets: list[list[int]], chosen: set[int]) -> list[str]:
+    """The list form's rows: "i: a, b, c" is subset i = {a, b, c} ("i*:" when an answer chose it)."""
+    return [f"{i}{'*' if i in chosen else ''}: " + ", ".join(map(str, members)) for i, members in enumerate(subsets)]
+
+
 def _render_list(data: dict, size: int, chosen: set[int], violations: tuple[Violation, ...]) -> Canvas:
     """Each subset's elements as a text row; an answer's subsets get a highlighted marker,
     uncovered elements are named in red under the title."""
@@ -116,8 +121,7 @@ def _render_list(data: dict, size: int, chosen: set[int], violations: tuple[Viol
     s = size / DEFAULT_SIZE
     uncovered = sorted({e for v in violations if v.kind == "uncovered_element" for e in v.where})
     top = 78 * s
-    rows = [f"{i}{'*' if i in chosen else ''}: " + ", ".join(map(str, members)) for i, members in enumerate(subsets)]
-    panel, height = text_panel(size, rows, top)
+    panel, height = text_panel(size, subset_rows(subsets, chosen), top)
     canvas = Canvas(size, height)
     canvas.text((size / 2, 10 * s), f"Set cover: universe 1..{u}, {len(subsets)} subsets",
                 size=max(MIN_FONT + 2, round(20 * s)), anchor="mt", bold=True)

@@ -204,9 +204,10 @@ def graph_geometry(n: int, box: tuple[float, float, float, float], scale: float)
     return Geometry(radius=radius, margin=round(max(4.0, 4 * scale), 2), box=box)
 
 
-def label_size(radius: float) -> int:
-    """Font size of the vertex labels: a 2-digit bold label fits inside the disc."""
-    return max(MIN_FONT, int(radius * 1.05))
+def label_size(radius: float, digits: int = 2) -> int:
+    """Font size of the vertex labels: a 2-digit bold label fits inside the disc (a 3-digit
+    one at a smaller size, never under MIN_FONT)."""
+    return max(MIN_FONT, int(radius * 1.05 * (2 / digits if digits > 2 else 1)))
 
 
 def adjacency_rows(n: int, edges: Iterable[Sequence[int]]) -> list[str]:
@@ -257,8 +258,9 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
     """The canvas and vertex placement of a graph picture (edges not drawn yet).
 
     A layout meeting every invariant in `mmnp.layout` gets a square canvas; a graph too
-    dense for one gets its labelled vertices on a circle, without edge lines, and the edge
-    list under them (the panel is then what determines the instance)."""
+    dense for one gets its labelled vertices on a circle (in rows, past what a circle in the
+    width holds), without edge lines, and the edge list under them (the panel is then what
+    determines the instance)."""
     scale = size / DEFAULT_SIZE
     top = round(38 * scale)
     box = (8 * scale, top, size - 8 * scale, size - 8 * scale)
@@ -267,11 +269,20 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
     panel = None
     if not ok:
         geo = Geometry(radius=round(15 * scale, 2), margin=geo.margin, box=box)
-        ring = n * (2 * geo.radius + geo.margin + 2) / (2 * math.pi) + geo.radius + 2
-        side = min(size - top - 8 * scale, 2 * ring)
-        box = (size / 2 - side / 2, top, size / 2 + side / 2, top + side)
-        geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
-        pos = np.round(circle(n, geo), 2)
+        pitch = 2 * geo.radius + geo.margin + 2
+        ring = n * pitch / (2 * math.pi) + geo.radius + 2
+        if 2 * ring <= size - top - 8 * scale:
+            side = 2 * ring
+            box = (size / 2 - side / 2, top, size / 2 + side / 2, top + side)
+            geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
+            pos = np.round(circle(n, geo), 2)
+        else:  # too many vertices for one ring in the width (about 60): rows of discs, in id order
+            per_row = int((box[2] - box[0]) // pitch)
+            cell = (box[2] - box[0]) / per_row
+            box = (box[0], top, box[2], top + math.ceil(n / per_row) * cell)
+            geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
+            pos = np.round([(box[0] + cell * (i % per_row + 0.5), top + cell * (i // per_row + 0.5))
+                            for i in range(n)], 2)
         panel, height = text_panel(size, adjacency_rows(n, edges), box[3] + 12 * scale)
     else:
         height = size
@@ -311,13 +322,12 @@ def draw_graph(
     for u, v in bold:
         canvas.line((pos[u], pos[v]), edge_colour.get((u, v), RED), max(4, round(4 * scale)))
     ring = set(ringed)
-    size = label_size(r_node)
     for i, p in enumerate(pos):
         fill = node_fill[i] if node_fill is not None else NODE
         if i in ring:
             canvas.circle(p, r_node + 4, fill=None, outline=RED, width=3)
         canvas.circle(p, r_node, fill=fill, outline=BLACK, width=2)
-        canvas.text(p, str(i), size=size, anchor="mm", bold=True, bg=fill)
+        canvas.text(p, str(i), size=label_size(r_node, len(str(i))), anchor="mm", bold=True, bg=fill)
     if drawing.panel is not None:
         draw_panel(canvas, drawing.panel, "Edges, each once under its smaller end (u: v, w = edges u-v, u-w):")
 
