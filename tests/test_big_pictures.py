@@ -85,3 +85,13 @@ def test_classic_import_writes_every_picture(tmp_path: Path):
     for r in records:
         assert r["image"], r["id"]
         check_picture(mmnp.get_task(r["task"]), r["instance"], (out / r["image"]).read_bytes(), r["picture"])
+
+
+def test_top_level_answer_overlays_stay_on_the_canvas(task):
+    """An answer drawn over an L10 picture (the reference, then a wrong one) keeps its text
+    on the canvas and at MIN_FONT, as the picture itself does."""
+    inst = task.generate(f"L{TOP}", seed=1)
+    for answer in (task.format_answer(inst.reference["heuristic"]["solution"]), "[0, 1, 2]"):
+        verdict = task.verify(inst, answer)
+        canvas = task.generator.render(inst.data, DEFAULT_SIZE, verdict.solution, tuple(verdict.violations))
+        assert not canvas.clipped and canvas.smallest_font >= MIN_FONT - SMALLER_BY_DESIGN.get(task.name, 0)
