@@ -3,13 +3,14 @@ selection's weight."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
-from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table
+from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table, table_box_height
 
 
 @dataclass(frozen=True)
@@ -62,17 +63,19 @@ def prompt(data: dict) -> str:
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
     weights, values, cap = data["weights"], data["values"], data["capacity"]
-    canvas = Canvas(size, size)
+    rows = [[str(i), str(w), str(v)] for i, (w, v) in enumerate(zip(weights, values))]
+    header = ["item", "weight", "value"]
+    # more items than a square holds at MIN_FONT: the canvas grows taller, the text does not shrink
+    table_h = table_box_height(size - 24, size - 76, header, rows)
+    canvas = Canvas(size, math.ceil(64 + table_h + 12))
     chosen = {i for i in solution or () if isinstance(i, int) and 0 <= i < len(weights)}
-    header = f"Knapsack capacity: {cap}    ({len(weights)} items)"
-    canvas.text((size / 2, 10), header, size=20, anchor="mt", bold=True)
+    canvas.text((size / 2, 10), f"Knapsack capacity: {cap}    ({len(weights)} items)", size=20, anchor="mt", bold=True)
     if solution is not None:
         w = sum(weights[i] for i in chosen)
         v = sum(values[i] for i in chosen)
         over = any(x.kind == "over_capacity" for x in violations)
         canvas.text((size / 2, 38), f"chosen: weight {w} / {cap}, value {v}", size=16, anchor="mt",
                     colour=RED if over else 1, bold=over)
-    rows = [[str(i), str(w), str(v)] for i, (w, v) in enumerate(zip(weights, values))]
-    draw_table(canvas, (12, 64, size - 12, size - 12), ["item", "weight", "value"], rows,
+    draw_table(canvas, (12, 64, size - 12, 64 + table_h), header, rows,
                row_fill={i: HIGHLIGHT for i in chosen})
     return canvas

@@ -3,6 +3,7 @@ attendees and durations; a planted conflict-free schedule for most of the meetin
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, GREEN, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
-                         class_colour, draw_table)
+                         class_colour, draw_table, table_height, text_width)
 from mmnp.generators.meetings import hhmm, minutes
 
 NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lea"]
@@ -132,17 +133,26 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     and the meetings table, on a square canvas."""
     people, rooms, meetings = data["people"], data["rooms"], data["meetings"]
     s = size / DEFAULT_SIZE
-    canvas = Canvas(size, size)
     day0, day1 = (minutes(t) for t in data["day"])
     font = max(MIN_FONT, round(16 * s))
     tick_font = max(MIN_FONT, round(15 * s))
-    left = 8 * s + max(canvas.text_width(f"Room {j} ({r['capacity']} seats)", font) for j, r in enumerate(rooms))
-    left = max(left, 8 * s + max(canvas.text_width(f"{p['name']} ({i})", font) for i, p in enumerate(people))) + 10 * s
+    left = 8 * s + max(text_width(f"Room {j} ({r['capacity']} seats)", font) for j, r in enumerate(rooms))
+    left = max(left, 8 * s + max(text_width(f"{p['name']} ({i})", font) for i, p in enumerate(people))) + 10 * s
     right = size - 24 * s
     x_of = lambda t: left + (t - day0) / (day1 - day0) * (right - left)  # noqa: E731
     table_rows = len(meetings) + 1
     lines = len(people) + len(rooms) + table_rows
     row = min(round(34 * s), int((size - 190 * s) / lines))
+    names = [p["name"] for p in people]
+    table_header = ["meeting", "duration", "attendees", "people"]
+    table_rows = [[f"M{i}", f"{m['duration']} min", ", ".join(names[a] for a in m["attendees"]),
+                   str(len(m["attendees"]))] for i, m in enumerate(meetings)]
+    height = size
+    if row < font + 8 * s:  # too many rows for a square at this font: a taller canvas, not smaller text
+        row = math.ceil(font + 8 * s)
+        table_top = 40 * s + 2 * (font + 30 * s) + row * (len(people) + len(rooms)) + 20 * s + font + 8 * s
+        height = math.ceil(table_top + table_height(size - 16 * s, table_header, table_rows, MIN_FONT) + 6 * s)
+    canvas = Canvas(size, height)
     canvas.text((size / 2, 8 * s), f"Meeting scheduling: working day {data['day'][0]}-{data['day'][1]}",
                 size=max(MIN_FONT + 2, round(19 * s)), anchor="mt", bold=True)
     bad_meetings = {x[0] for v in violations for x in v.where if isinstance(x, tuple)
@@ -195,9 +205,6 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
         y += row
     y += 10 * s
     canvas.text((8 * s, y), "Meetings", size=font + 1, bold=True)
-    names = [p["name"] for p in people]
-    table_rows = [[f"M{i}", f"{m['duration']} min", ", ".join(names[a] for a in m["attendees"]),
-                   str(len(m["attendees"]))] for i, m in enumerate(meetings)]
-    draw_table(canvas, (8 * s, y + font + 8 * s, size - 8 * s, size - 6 * s),
-               ["meeting", "duration", "attendees", "people"], table_rows, max_font=font + 2, min_font=MIN_FONT)
+    draw_table(canvas, (8 * s, y + font + 8 * s, size - 8 * s, height - 6 * s), table_header, table_rows,
+               max_font=font + 2, min_font=MIN_FONT)
     return canvas

@@ -8,7 +8,10 @@ import numpy as np
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
-from mmnp.render import BLACK, DARK_GREY, FAINT_RED, GREY, HIGHLIGHT, LIGHT_GREY, RED, Canvas
+from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, HIGHLIGHT, LIGHT_GREY, MIN_FONT, RED, Canvas,
+                         draw_panel, text_panel)
+
+MIN_CELL = 21.5  # px at the default size: the smallest incidence cell whose element number stays legible
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,8 @@ FORMAT = answer_instructions(
 )
 IMAGE_PROMPT = (
     "The image shows a universe of elements and a table of subsets: a filled cell means the subset in that row "
-    "contains the element in that column. Choose as few subsets as possible whose union is the whole universe.\n"
+    "contains the element in that column (a large instance lists each subset's elements instead: the row "
+    "\"i: a, b, c\" is subset i = {a, b, c}). Choose as few subsets as possible whose union is the whole universe.\n"
     + FORMAT
 )
 
@@ -65,14 +69,20 @@ def prompt(data: dict) -> str:
 
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
-    """An incidence table: a row per subset, a column per element, filled cells = membership."""
+    """An incidence table: a row per subset, a column per element, filled cells = membership.
+
+    When the cells would be too small for legible element numbers (past about 30 elements
+    or 30 subsets), each subset's elements are listed instead ("3: 1, 7, 12"), at MIN_FONT
+    or larger, on a canvas as tall as the list needs."""
     u, subsets = data["universe"], data["subsets"]
     m = len(subsets)
-    canvas = Canvas(size, size)
-    canvas.text((size / 2, 10), f"Set cover: universe 1..{u}, {m} subsets", size=20, anchor="mt", bold=True)
     label_w, top = 96, 78
     cell = min((size - label_w - 16) / u, (size - top - 16) / (m + 0.5))
     chosen = {s for s in solution or () if isinstance(s, int) and 0 <= s < m}
+    if cell < MIN_CELL * size / DEFAULT_SIZE:
+        return _render_list(data, size, chosen, violations)
+    canvas = Canvas(size, size)
+    canvas.text((size / 2, 10), f"Set cover: universe 1..{u}, {m} subsets", size=20, anchor="mt", bold=True)
     uncovered = {e for v in violations if v.kind == "uncovered_element" for e in v.where}
     font = max(10, min(16, int(cell * 0.6)))
     x0 = label_w
@@ -96,4 +106,29 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     for i in range(m + 1):
         canvas.line(((x0, top + i * cell), (x0 + u * cell, top + i * cell)), LIGHT_GREY)
     canvas.rect((x0, top, x0 + u * cell, top + m * cell), outline=GREY)
+    return canvas
+
+
+def subset_rows(subsets: list[list[int]], chosen: set[int]) -> list[str]:
+    """The list form's rows: "i: a, b, c" is subset i = {a, b, c} ("i*:" when an answer chose it)."""
+    return [f"{i}{'*' if i in chosen else ''}: " + ", ".join(map(str, members)) for i, members in enumerate(subsets)]
+
+
+def _render_list(data: dict, size: int, chosen: set[int], violations: tuple[Violation, ...]) -> Canvas:
+    """Each subset's elements as a text row; an answer's subsets get a highlighted marker,
+    uncovered elements are named in red under the title."""
+    u, subsets = data["universe"], data["subsets"]
+    s = size / DEFAULT_SIZE
+    uncovered = sorted({e for v in violations if v.kind == "uncovered_element" for e in v.where})
+    top = 78 * s
+    panel, height = text_panel(size, subset_rows(subsets, chosen), top)
+    canvas = Canvas(size, height)
+    canvas.text((size / 2, 10 * s), f"Set cover: universe 1..{u}, {len(subsets)} subsets",
+                size=max(MIN_FONT + 2, round(20 * s)), anchor="mt", bold=True)
+    if chosen:
+        canvas.text((size / 2, 40 * s), f"chosen (marked *): {len(chosen)} subsets", size=MIN_FONT, anchor="mt")
+    if uncovered:
+        canvas.text((size / 2, 58 * s), f"{len(uncovered)} elements uncovered", size=MIN_FONT, anchor="mt",
+                    colour=RED, bold=True)
+    draw_panel(canvas, panel, "Subsets and their elements (i: elements of subset i):")
     return canvas

@@ -3,13 +3,14 @@ numbers as possible."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
-from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table
+from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table, table_box_height
 
 
 @dataclass(frozen=True)
@@ -53,14 +54,21 @@ def prompt(data: dict) -> str:
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
     numbers = data["numbers"]
-    canvas = Canvas(size, size)
+    rows = [[str(i), str(x)] for i, x in enumerate(numbers)]
+    header = ["index", "number"]
+    # a middle column while it holds the numbers at MIN_FONT; then the full width, then a taller canvas
+    x0, x1 = size * 0.3, size * 0.7
+    table_h = table_box_height(x1 - x0, size - 88, header, rows, max_font=22)
+    if table_h > size - 88:
+        x0, x1 = 12, size - 12
+        table_h = table_box_height(x1 - x0, size - 88, header, rows, max_font=22)
+    canvas = Canvas(size, math.ceil(76 + table_h + 12))
     canvas.text((size / 2, 12), f"Subset sum: target {data['target']}", size=24, anchor="mt", bold=True)
     chosen = {i for i in solution or () if isinstance(i, int) and 0 <= i < len(numbers)}
     if solution is not None:
         wrong = any(v.kind == "wrong_sum" for v in violations)
         canvas.text((size / 2, 46), f"chosen: {len(chosen)} numbers, sum {sum(numbers[i] for i in chosen)}",
                     size=16, anchor="mt", colour=RED if wrong else 1, bold=wrong)
-    rows = [[str(i), str(x)] for i, x in enumerate(numbers)]
-    draw_table(canvas, (size * 0.3, 76, size * 0.7, size - 12), ["index", "number"], rows,
+    draw_table(canvas, (x0, 76, x1, 76 + table_h), header, rows,
                row_fill={i: HIGHLIGHT for i in chosen}, max_font=22)
     return canvas

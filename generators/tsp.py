@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,16 +68,24 @@ def render(data: dict, size: int, solution: list[int] | None = None,
            violations: tuple[Violation, ...] = ()) -> Canvas:
     """Cities on a labelled coordinate grid with their exact coordinates in a table under
     it, on a square canvas (a wide one loses its table first when a client downscales).
-    Each label sits on the side of its dot that keeps it off every other city's dot."""
+    Each label sits on the side of its dot that keeps it off every other city's dot.
+
+    When the table would leave the plot under half the width (about 50 cities), the plot
+    keeps the full width, the table drops to MIN_FONT in as many column groups as fit, and
+    the canvas grows taller to hold it."""
     coords, grid = data["coords"], data["grid"]
     n = len(coords)
     s = size / DEFAULT_SIZE
-    canvas = Canvas(size, size)
     rows = [[str(i), str(x), str(y)] for i, (x, y) in enumerate(coords)]
     header = ["city", "x", "y"]
     font_size = max(MIN_FONT, round(18 * s))
-    table_h = table_height(canvas, size - 16 * s, header, rows, font_size)
+    table_h = table_height(size - 16 * s, header, rows, font_size)
     plot = size - table_h - 16 * s  # the plot's side, axis labels included
+    if plot < size / 2:
+        font_size = MIN_FONT
+        table_h = table_height(size - 16 * s, header, rows, font_size)
+        plot = size - 16 * s
+    canvas = Canvas(size, math.ceil(plot + table_h + 16 * s))
     m = round(40 * s)  # margin for axis labels
     x_left = (size - plot) / 2
     scale = (plot - 2 * m) / grid
@@ -104,7 +113,7 @@ def render(data: dict, size: int, solution: list[int] | None = None,
         canvas.circle(p, dot, fill=BLACK, outline=BLACK)
     for i, (xy, anchor) in enumerate(label_positions(canvas, pts, dot, label)):
         canvas.text(xy, str(i), size=label, anchor=anchor, bold=True)
-    draw_table(canvas, (8 * s, size - table_h - 8 * s, size - 8 * s, size - 8 * s), header, rows,
+    draw_table(canvas, (8 * s, plot + 8 * s, size - 8 * s, plot + table_h + 8 * s), header, rows,
                row_fill={i: FAINT_RED for i in flagged}, max_font=font_size, min_font=font_size)
     return canvas
 

@@ -111,6 +111,11 @@ def _text_width(s: str, size: int, bold: bool) -> float:
     return font(size, bold).getlength(s)
 
 
+def text_width(s: str, size: int, bold: bool = False) -> float:
+    """The advance width of `s` in pixels (what laying out a canvas before creating it needs)."""
+    return _text_width(s, size, bold)
+
+
 class Canvas:
     """A palette image with the few drawing calls the renderers need."""
 
@@ -120,12 +125,20 @@ class Canvas:
         self.image.putpalette(_PALETTE)
         self.draw = ImageDraw.Draw(self.image)
         self.layout: dict | None = None  # where a graph picture put its vertices (see GraphDrawing)
+        # what the legibility checks read back: the smallest font drawn and the strings drawn
+        # (partly) off the canvas, which a picture must never have
+        self.smallest_font: int | None = None
+        self.clipped: list[str] = []
 
     def text(self, xy: tuple[float, float], s: str, size: int = 14, colour: int = BLACK,
              anchor: str = "la", bold: bool = False, bg: int = WHITE) -> None:
         """Anti-aliased text; `bg` is the fill it is drawn on (its edges blend into it)."""
         tile, footprint, left, top = _text_tile(s, size, bold, anchor, colour, bg)
-        self.image.paste(tile, (round(xy[0] + left), round(xy[1] + top)), footprint)
+        x, y = round(xy[0] + left), round(xy[1] + top)
+        self.image.paste(tile, (x, y), footprint)
+        self.smallest_font = size if self.smallest_font is None else min(self.smallest_font, size)
+        if x < 0 or y < 0 or x + tile.width > self.width or y + tile.height > self.height:
+            self.clipped.append(s)
 
     def text_width(self, s: str, size: int, bold: bool = False) -> float:
         return _text_width(s, size, bold)
@@ -191,9 +204,10 @@ def graph_geometry(n: int, box: tuple[float, float, float, float], scale: float)
     return Geometry(radius=radius, margin=round(max(4.0, 4 * scale), 2), box=box)
 
 
-def label_size(radius: float) -> int:
-    """Font size of the vertex labels: a 2-digit bold label fits inside the disc."""
-    return max(MIN_FONT, int(radius * 1.05))
+def label_size(radius: float, digits: int = 2) -> int:
+    """Font size of the vertex labels: a 2-digit bold label fits inside the disc (a 3-digit
+    one at a smaller size, never under MIN_FONT)."""
+    return max(MIN_FONT, int(radius * 1.05 * (2 / digits if digits > 2 else 1)))
 
 
 def adjacency_rows(n: int, edges: Iterable[Sequence[int]]) -> list[str]:
@@ -244,8 +258,9 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
     """The canvas and vertex placement of a graph picture (edges not drawn yet).
 
     A layout meeting every invariant in `mmnp.layout` gets a square canvas; a graph too
-    dense for one gets its labelled vertices on a circle, without edge lines, and the edge
-    list under them (the panel is then what determines the instance)."""
+    dense for one gets its labelled vertices on a circle (in rows, past what a circle in the
+    width holds), without edge lines, and the edge list under them (the panel is then what
+    determines the instance)."""
     scale = size / DEFAULT_SIZE
     top = round(38 * scale)
     box = (8 * scale, top, size - 8 * scale, size - 8 * scale)
@@ -253,21 +268,23 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
     pos, ok = place(n, edges, geo)
     panel = None
     if not ok:
-        geo = Geometry(radius=round(15 * scale, 2), margin=geo.margin, box=box)
-        ring = n * (2 * geo.radius + geo.margin + 2) / (2 * math.pi) + geo.radius + 2
-        side = min(size - top - 8 * scale, 2 * ring)
-        box = (size / 2 - side / 2, top, size / 2 + side / 2, top + side)
-        geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
-        pos = np.round(circle(n, geo), 2)
-        panel_top = box[3] + 12 * scale
-        rows = adjacency_rows(n, edges)
-        for font_size in range(max(MIN_FONT, round(18 * scale)), MIN_FONT - 1, -1):  # tallest: 1.5 x size
-            per, col_w, cols = _panel_layout(size, rows, font_size, 12 * scale)
-            line_h = round(font_size * 1.35)
-            height = math.ceil(panel_top + 2 * line_h + per * line_h + 10 * scale)
-            if height <= MAX_ASPECT * size:
-                break
-        panel = (panel_top, font_size, line_h, col_w, cols)
+        # 3-digit labels (past 100 vertices, which only the rows below hold) get a wider disc
+        geo = Geometry(radius=round((15 if n <= 100 else 17) * scale, 2), margin=geo.margin, box=box)
+        pitch = 2 * geo.radius + geo.margin + 2
+        ring = n * pitch / (2 * math.pi) + geo.radius + 2
+        if 2 * ring <= size - top - 8 * scale:
+            side = 2 * ring
+            box = (size / 2 - side / 2, top, size / 2 + side / 2, top + side)
+            geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
+            pos = np.round(circle(n, geo), 2)
+        else:  # too many vertices for one ring in the width (about 60): rows of discs, in id order
+            per_row = int((box[2] - box[0]) // pitch)
+            cell = (box[2] - box[0]) / per_row
+            box = (box[0], top, box[2], top + math.ceil(n / per_row) * cell)
+            geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
+            pos = np.round([(box[0] + cell * (i % per_row + 0.5), top + cell * (i // per_row + 0.5))
+                            for i in range(n)], 2)
+        panel, height = text_panel(size, adjacency_rows(n, edges), box[3] + 12 * scale)
     else:
         height = size
     canvas = Canvas(size, height)
@@ -306,24 +323,42 @@ def draw_graph(
     for u, v in bold:
         canvas.line((pos[u], pos[v]), edge_colour.get((u, v), RED), max(4, round(4 * scale)))
     ring = set(ringed)
-    size = label_size(r_node)
     for i, p in enumerate(pos):
         fill = node_fill[i] if node_fill is not None else NODE
         if i in ring:
             canvas.circle(p, r_node + 4, fill=None, outline=RED, width=3)
         canvas.circle(p, r_node, fill=fill, outline=BLACK, width=2)
-        canvas.text(p, str(i), size=size, anchor="mm", bold=True, bg=fill)
+        canvas.text(p, str(i), size=label_size(r_node, len(str(i))), anchor="mm", bold=True, bg=fill)
     if drawing.panel is not None:
-        panel_top, font_size, line_h, col_w, cols = drawing.panel
-        pad = 12 * scale
-        canvas.text((pad, panel_top), "Edges, each once under its smaller end (u: v, w = edges u-v, u-w):",
-                    size=font_size, bold=True)
-        for c, lines in enumerate(cols):
-            for k, line in enumerate(lines):
-                canvas.text((pad + c * col_w, panel_top + (k + 1.5) * line_h), line, size=font_size)
+        draw_panel(canvas, drawing.panel, "Edges, each once under its smaller end (u: v, w = edges u-v, u-w):")
 
 
-def _table_fit(canvas: Canvas, width: float, height: float | None, header: Sequence[str],
+def text_panel(width: float, rows: list[str], top: float) -> tuple[tuple, int]:
+    """Where a list of "head: a, b, c" rows goes under `top`, and the canvas height it
+    needs: in up to five columns, the largest font (18 px at the default size, never under
+    MIN_FONT) that keeps the canvas within MAX_ASPECT; with more rows than that holds,
+    MIN_FONT and a canvas as tall as the rows need (the stated fallback for big instances)."""
+    scale = width / DEFAULT_SIZE
+    for font_size in range(max(MIN_FONT, round(18 * scale)), MIN_FONT - 1, -1):
+        per, col_w, cols = _panel_layout(width, rows, font_size, 12 * scale)
+        line_h = round(font_size * 1.35)
+        height = math.ceil(top + 2 * line_h + per * line_h + 10 * scale)
+        if height <= MAX_ASPECT * width:
+            break
+    return (top, font_size, line_h, col_w, cols), height
+
+
+def draw_panel(canvas: Canvas, panel: tuple, title: str) -> None:
+    """A `text_panel`'s rows under a bold title line."""
+    top, font_size, line_h, col_w, cols = panel
+    pad = 12 * canvas.width / DEFAULT_SIZE
+    canvas.text((pad, top), title, size=font_size, bold=True)
+    for c, lines in enumerate(cols):
+        for k, line in enumerate(lines):
+            canvas.text((pad + c * col_w, top + (k + 1.5) * line_h), line, size=font_size)
+
+
+def _table_fit(width: float, height: float | None, header: Sequence[str],
                rows: Sequence[Sequence[str]], max_font: int, min_font: int) -> tuple[int, int, int, int, list[float]]:
     """(font, row height, rows per column group, groups, column widths): the largest font
     whose groups fit side by side (with `height` None, one font and the fewest groups)."""
@@ -331,7 +366,7 @@ def _table_fit(canvas: Canvas, width: float, height: float | None, header: Seque
     cells = [list(header)] + [list(r) for r in rows]
     for font_size in range(max_font, min_font - 1, -1):
         row_h = int(font_size * 1.55)
-        col_w = [max(canvas.text_width(c[j], font_size, bold=(k == 0)) for k, c in enumerate(cells)) + font_size
+        col_w = [max(_text_width(c[j], font_size, k == 0) for k, c in enumerate(cells)) + font_size
                  for j in range(ncols)]
         group_w = sum(col_w) + font_size
         if height is None:
@@ -345,11 +380,21 @@ def _table_fit(canvas: Canvas, width: float, height: float | None, header: Seque
     raise ValueError("min_font above max_font")
 
 
-def table_height(canvas: Canvas, width: float, header: Sequence[str], rows: Sequence[Sequence[str]],
-                 font_size: int) -> int:
+def table_height(width: float, header: Sequence[str], rows: Sequence[Sequence[str]], font_size: int) -> int:
     """The height a `draw_table` at `font_size` needs when its column groups fill `width`."""
-    _, row_h, per_group, _, _ = _table_fit(canvas, width, None, header, rows, font_size, font_size)
+    _, row_h, per_group, _, _ = _table_fit(width, None, header, rows, font_size, font_size)
     return (per_group + 1) * row_h + 2
+
+
+def table_box_height(width: float, height: float, header: Sequence[str], rows: Sequence[Sequence[str]],
+                     max_font: int = 18, min_font: int = MIN_FONT) -> float:
+    """`height` when a `draw_table` in a width x height box fits at a font of at least
+    `min_font`; otherwise the taller height it needs at `min_font` (the canvas grows, the
+    text does not shrink)."""
+    font_size, _, _, groups, col_w = _table_fit(width, height, header, rows, max_font, min_font)
+    if (sum(col_w) + font_size) * groups <= width:
+        return height
+    return max(height, table_height(width, header, rows, min_font))
 
 
 def draw_table(
@@ -367,7 +412,7 @@ def draw_table(
     The font shrinks to fit but never below `min_font`, so the numbers stay legible."""
     x0, y0, x1, y1 = box
     row_fill = row_fill or {}
-    font_size, row_h, per_group, groups, col_w = _table_fit(canvas, x1 - x0, y1 - y0, header, rows, max_font, min_font)
+    font_size, row_h, per_group, groups, col_w = _table_fit(x1 - x0, y1 - y0, header, rows, max_font, min_font)
     group_w = sum(col_w) + font_size
     for g in range(groups):
         gx = x0 + g * group_w

@@ -12,7 +12,7 @@ from collections import Counter
 
 from PIL import Image, ImageDraw
 
-from mmnp.render import adjacency_rows
+from mmnp.render import MAX_ASPECT, adjacency_rows
 
 TESSERACT = shutil.which("tesseract")
 LONG_SIDE = 512
@@ -51,8 +51,10 @@ def downscaled(png: bytes, long_side: int | None) -> Image.Image:
 
 def read_numbers(img: Image.Image) -> list[int]:
     """The integers Tesseract reads, in reading order. The image is first enlarged to
-    ~2x the default size (Tesseract wants ~20 px glyphs; enlarging adds no information)."""
-    f = 1536 / max(img.size)
+    ~2x the default size (Tesseract wants ~20 px glyphs; enlarging adds no information); a
+    picture taller than MAX_ASPECT (a big instance's grown canvas) by its width, so its text
+    is enlarged as much as a square picture's."""
+    f = 1536 / (img.width if img.height > MAX_ASPECT * img.width else max(img.size))
     big = img.resize((round(img.width * f), round(img.height * f)), Image.LANCZOS)
     buf = io.BytesIO()
     big.save(buf, "PNG")

@@ -29,3 +29,17 @@ def test_pictures_read_back_at_512_px(task):
     png, picture = task.picture(inst)
     found, shown = recovered(task.name, inst.data, png, picture, LONG_SIDE)
     assert found / shown >= BAR.get(task.name, 0.7), f"{found}/{shown}"
+
+
+@pytest.mark.parametrize("name", ["tsp", "knapsack"])
+def test_top_level_tables_read_back_at_native_size(name):
+    """At L10 (TSP 145-180 cities, knapsack 260-320 items) the table keeps MIN_FONT on a
+    taller canvas, and reads back as well as at the presets."""
+    import mmnp
+
+    task = mmnp.get_task(name)
+    inst = task.generate("L10", seed=0)
+    png, picture = task.picture(inst)
+    assert picture["height"] > picture["width"]  # the grown canvas, not a shrunken table
+    found, shown = recovered(name, inst.data, png, picture, None)
+    assert found / shown >= BAR[name], f"{found}/{shown}"
