@@ -92,14 +92,13 @@ def test_hardness_is_recorded_and_consistent():
 
 
 def test_an_unproven_reference_says_so_with_its_bound():
-    """A 55-70 city tour is not proven in 1 deterministic second: the record must say
-    `proven: false` and carry CP-SAT's bound, which no tour can beat."""
-    task = mmnp.get_task("tsp")
-    inst = task.generate("L6", 3, optimal=True, time_limit=1.0)
+    """A bisection of 60 vertices is not proven in 1 deterministic second: the record must say
+    `proven: false` and carry CP-SAT's bound, which no cut can beat."""
+    inst = mmnp.get_task("min_bisection").generate("L5", 3, optimal=True, time_limit=1.0)
     optimal = inst.reference["optimal"]
     assert optimal["proven"] is False and inst.hardness["proven"] is False
-    assert 0 < optimal["bound"] <= optimal["objective"]
-    proven = task.generate("L1", 0, optimal=True, time_limit=2.0).reference["optimal"]
+    assert 0 <= optimal["bound"] < optimal["objective"]
+    proven = mmnp.get_task("tsp").generate("L1", 0, optimal=True, time_limit=2.0).reference["optimal"]
     assert proven["proven"] is True and "bound" not in proven
 
 
