@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mmnp.errors import UsageError
+from mmnp.trainers.curriculum import CurriculumSpec, curriculum_spec
 
 REWARD_SHAPES = ("quality", "feasible", "shaped")
 
@@ -21,7 +22,12 @@ def _f(default: Any, help: str) -> Any:
 
 
 @dataclass
-class TrainSpec:
+class TrainSpec(CurriculumSpec):
+    """The shared settings, the curriculum's (fields inherited from `CurriculumSpec`, so its flags
+    are declared once) and the algorithm's own (`options`)."""
+
+    curriculum: str | None = _f(None, "Level schedule over L1..L10: fixed, linear or adaptive (default: none, "
+                                      "train on --difficulty).")
     algo: str = _f("grpo", "The algorithm: a file of trainers/algorithms/ (grpo, dmpo, progrpo, flowrl, disa).")
     model: str = _f("", "Model path or hub id (`mmnp tiny-model` makes a local one).")
     output_dir: str = _f("runs/mmnp", "Checkpoints, metrics.csv and TensorBoard logs.")
@@ -103,6 +109,8 @@ class TrainSpec:
                              f"(its own: {', '.join(sorted(own)) or 'none'})")
         if self.algo == "disa" and not self.options.get("logz"):
             raise UsageError("--algo disa needs --logz DIR from `mmnp disa fit`")
+        if curriculum_spec(self) is not None and self.data is not None:
+            raise UsageError("--curriculum generates its instances level by level; drop --data")
 
 
 def _base_type(hint: Any) -> type:

@@ -58,6 +58,7 @@ def build_trainer(spec: TrainSpec, console=None):
     from transformers import AutoConfig, AutoProcessor, AutoTokenizer
 
     from mmnp.trainers.algorithms import get_algorithm
+    from mmnp.trainers.curriculum import Curriculum, CurriculumCallback, curriculum_spec
     from mmnp.trainers.data import parse_params, train_dataset
 
     spec.validate()
@@ -71,13 +72,21 @@ def build_trainer(spec: TrainSpec, console=None):
     own = {f.name for f in fields(config_class)}
     config_values = {name: getattr(spec, name) for name in own & {f.name for f in fields(TrainSpec)}
                      if name not in ("model", "seed", "bf16") and getattr(spec, name) is not None}
+    schedule = curriculum_spec(spec)
     config = config_class(**config_values, **spec.options, bf16=bf16, seed=spec.seed,
                           use_cpu=not torch.cuda.is_available(), save_strategy="steps", log_completions=False,
-                          remove_unused_columns=False)
-    dataset = train_dataset(spec.tasks, spec.difficulty.split(","), spec.count, spec.seed, spec.modality,
-                            spec.data, spec.system_prompt, spec.image_size, parse_params(spec.params))
+                          remove_unused_columns=False, **({"shuffle_dataset": False} if schedule else {}))
+    reward = REWARDS[spec.reward]
     callbacks = [MetricsLog(spec.output_dir, console, trainer_class.display_metrics)]
-    return trainer_class(model=spec.model, reward_funcs=[REWARDS[spec.reward]], args=config, train_dataset=dataset,
+    if schedule is None:
+        dataset = train_dataset(spec.tasks, spec.difficulty.split(","), spec.count, spec.seed, spec.modality,
+                                spec.data, spec.system_prompt, spec.image_size, parse_params(spec.params))
+    else:  # instances drawn level by level; the callback moves the levels (before MetricsLog logs them)
+        curriculum = Curriculum(spec.tasks, schedule, seed=spec.seed)
+        dataset = curriculum.iterable_dataset(spec.modality, spec.system_prompt, spec.image_size)
+        reward = curriculum.wrap_reward(reward)
+        callbacks.insert(0, CurriculumCallback(curriculum))
+    return trainer_class(model=spec.model, reward_funcs=[reward], args=config, train_dataset=dataset,
                          processing_class=processing, callbacks=callbacks)
 
 
