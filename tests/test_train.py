@@ -120,3 +120,24 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(tiny_text, tmp_path):
     with open(tmp_path / "metrics.csv") as f:
         steps = [int(float(r["step"])) for r in csv.DictReader(f) if r.get("loss")]
     assert steps == [1, 2, 3, 4]
+
+
+def test_train_with_an_adaptive_curriculum_moves_levels_and_logs_them(tiny_text, tmp_path):
+    """`mmnp train --curriculum adaptive`: prompts are drawn level by level, and a task the model
+    fails (no completion is feasible at L2 after 4 completions, and 0 <= lower_at) moves down a
+    level, in curriculum.jsonl and in metrics.csv's curriculum columns."""
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "train", "--model", str(tiny_text), "--algo", "grpo", "--tasks", "max_clique", "--curriculum", "adaptive",
+        "--curriculum-start", "2", "--curriculum-window", "4", "--curriculum-raise-at", "1.0",
+        "--curriculum-lower-at", "0.99", "--max-steps", "2", "--num-generations", "4",
+        "--per-device-train-batch-size", "4", "--max-completion-length", "16", "--report-to", "none",
+        "--save-steps", "1000", "--output-dir", str(out)])
+    assert result.exit_code == 0, result.output
+    steps = [json.loads(line) for line in (out / "curriculum.jsonl").read_text().splitlines()]
+    assert steps[0]["changes"] == [{"task": "max_clique", "from": 2, "to": 1}]
+    with open(out / "metrics.csv") as f:
+        assert [float(r["curriculum/max_clique_level"]) for r in csv.DictReader(f) if r.get("loss")][-1] == 1.0
+    bad = CliRunner().invoke(app, ["train", "--model", str(tiny_text), "--curriculum", "sideways",
+                                   "--output-dir", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "--curriculum 'sideways'" in bad.output
