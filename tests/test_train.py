@@ -86,6 +86,12 @@ def test_cached_completion_logps_match_a_full_forward(tiny_text):
         logits = model(input_ids=ids, attention_mask=torch.cat([prompt_mask, completion_mask], 1)).logits.float()
     full = torch.log_softmax(logits[:, width_p - 1 : -1] / 0.7, -1).gather(-1, completion_ids[..., None]).squeeze(-1)
     assert torch.allclose(cached, full * completion_mask, atol=1e-5)
+    # Gradient checkpointing in train mode turns the KV cache off (found on a GPU run): same values
+    model.gradient_checkpointing_enable()
+    model.train()
+    model.config.use_cache = False
+    uncached = cached_completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, 0.7, chunk=2)
+    assert torch.allclose(uncached, full * completion_mask, atol=1e-5)
 
 
 def test_an_interrupted_run_resumes_from_its_checkpoint(tiny_text, tmp_path):

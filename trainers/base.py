@@ -72,9 +72,15 @@ def cached_completion_logps(model, prompt_ids: torch.Tensor, prompt_mask: torch.
             first = model(input_ids=prompt_ids[rows[prompts]], attention_mask=prompt_mask[rows[prompts]],
                           use_cache=True, logits_to_keep=1)
             cache = first.past_key_values
+            mask = torch.cat([prompt_mask[members], completion_mask[members]], dim=1)
+            if cache is None:  # no cache (gradient checkpointing in train mode turns it off): one full pass
+                ids = torch.cat([prompt_ids[members], completion_ids[members]], dim=1)
+                logits = model(input_ids=ids, attention_mask=mask,
+                               logits_to_keep=completion_ids.size(1) + 1).logits[:, :-1].float() / temperature
+                out[members] = torch.log_softmax(logits, -1).gather(-1, completion_ids[members, :, None]).squeeze(-1)
+                continue
             position = torch.searchsorted(prompts, inverse[members])  # each member's prompt within the chunk
             cache.reorder_cache(position)
-            mask = torch.cat([prompt_mask[members], completion_mask[members]], dim=1)
             logits = first.logits[position, -1:]
             if completion_ids.size(1) > 1:
                 rest = model(input_ids=completion_ids[members, :-1], attention_mask=mask[:, :-1],
