@@ -48,6 +48,7 @@ def features():
         "prompt": text, "image_prompt": text, "image": Image(),
         "instance": text, "reference": text, "params": text,
         "reference_objective": Value("float64"), "best_objective": Value("float64"),
+        "level": Value("int32"), "hardness": text, "picture": text,
     })
 
 
@@ -60,6 +61,7 @@ def to_row(inst: Instance, png: bytes) -> dict[str, Any]:
         "image": {"bytes": png, "path": inst.image or f"{inst.task}/images/{inst.id}.png"},
         "instance": dump(inst.data), "reference": dump(inst.reference), "params": dump(inst.params),
         "reference_objective": float(inst.reference_objective), "best_objective": float(inst.best_objective),
+        "level": inst.level, "hardness": dump(inst.hardness), "picture": dump(inst.picture),
     }
 
 
@@ -347,7 +349,9 @@ def load_export(path: str | Path) -> Export:
         inst = Instance(id=row["id"], task=row["task"], difficulty=row["difficulty"], seed=row["seed"],
                         params=json.loads(row["params"]), data=data, hash=row["hash"], prompt=row["prompt"],
                         image_prompt=row["image_prompt"], reference=json.loads(row["reference"]),
-                        image=(row["image"] or {}).get("path"))
+                        image=(row["image"] or {}).get("path"), level=row.get("level"),
+                        hardness=json.loads(row.get("hardness") or "null"),
+                        picture=json.loads(row.get("picture") or "null"))
         images[inst.id] = (row["image"] or {}).get("bytes") or b""
         by_shard.setdefault((inst.task, inst.difficulty), []).append(inst)
     bench = hashlib.sha256()

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests import their helper modules by name
+# A fresh `datasets` cache per run: a cache keyed by a reused pytest tmp path could serve a
+# previous run's rows (set before any test module imports `datasets`).
+os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="mmnp-hf-datasets-")
 
 import mmnp  # noqa: E402
 from mmnp.dataset import GenerateSpec, generate_dataset  # noqa: E402

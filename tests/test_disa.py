@@ -128,7 +128,7 @@ def test_vllm_proposals_need_vllm(tiny_text, tmp_path):
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vLLM is installed here")
     spec = EstimateSpec(ref=str(tiny_text), proposal=str(tiny_text), prompts=1, samples=2, engine="vllm")
-    with pytest.raises(ValueError, match="needs vLLM"):
+    with pytest.raises(ValueError, match="vLLM is not installed"):
         estimate(spec, tmp_path)
     with pytest.raises(ValueError, match="--engine 'tgi'"):
         estimate(EstimateSpec(ref="x", proposal="x", engine="tgi"), tmp_path / "other")

@@ -224,7 +224,7 @@ def test_the_command_writes_and_refuses_in_one_line(small_dataset, tmp_path):
                               "--split-by", "colour"])
     assert bad.exit_code == 2 and "--split-by 'colour'" in bad.output and "Traceback" not in bad.output
     missing = runner.invoke(app, ["export", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "z")])
-    assert missing.exit_code != 0 and "manifest.json" in missing.output and not (tmp_path / "z").exists()
+    assert missing.exit_code != 0 and "mmnp generate" in missing.output and not (tmp_path / "z").exists()
 
 
 def test_importing_mmnp_export_stays_light():

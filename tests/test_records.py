@@ -47,7 +47,7 @@ def test_damage_inside_the_log_names_file_and_line(tmp_path):
     with pytest.raises(DataError, match=r"samples.jsonl, line 2: not a JSON record"):
         SampleLog(path)
     path.write_text('{"key": "a|text|0"}\n[1, 2]\n')
-    with pytest.raises(DataError, match=r"line 2: a record without a 'key'"):
+    with pytest.raises(DataError, match=r"line 2: a record without its key"):
         read_samples(path)
 
 

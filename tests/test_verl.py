@@ -79,7 +79,7 @@ def test_verl_export_is_a_stratified_train_test_split(small_dataset, verl_export
             inst = source[row["extra_info"]["id"]]
             assert row["extra_info"]["index"] == index and row["extra_info"]["split"] == split
             assert row["images"][0]["bytes"] == (small_dataset / inst.image).read_bytes()
-            assert Image.open(io.BytesIO(row["images"][0]["bytes"])).height == 768  # --image-size
+            assert Image.open(io.BytesIO(row["images"][0]["bytes"])).width == 768  # --image-size
             heuristic, _ = answers(inst)
             assert compute_score(row["data_source"], heuristic, row["reward_model"]["ground_truth"],
                                  row["extra_info"]) == 1.0
