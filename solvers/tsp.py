@@ -141,7 +141,8 @@ def subtour_elimination(d: np.ndarray, nodes: int) -> list[int] | None:
     n = len(d)
     solver = pywraplp.Solver.CreateSolver("SCIP")
     solver.SetNumThreads(1)
-    solver.SetSolverSpecificParametersAsString(f"limits/nodes = {nodes}\n")
+    # misc/catchctrlc off: SCIP would swallow Ctrl-C and return a cut-short result (mmnp.solvers.cpsat)
+    solver.SetSolverSpecificParametersAsString(f"limits/nodes = {nodes}\nmisc/catchctrlc = FALSE\n")
     x = {(i, j): solver.BoolVar("") for i in range(n) for j in range(i + 1, n)}
     for v in range(n):
         solver.Add(sum(x[min(v, u), max(v, u)] for u in range(n) if u != v) == 2)
