@@ -10,7 +10,8 @@ from mmnp.solvers import cpsat
 
 STARTS = 4  # nearest-neighbour starts tried by the heuristic
 LARGE = 100  # cities beyond which one start is tried and no kicks
-KICKS = 60  # double-bridge kicks of the iterated local search
+KICKS = 60  # double-bridge kicks of the iterated local search, at most
+KICK_PATIENCE = 12  # kicks in a row without a shorter tour before the search stops
 CUTTING_MAX_CITIES = 150  # subtour elimination tried up to this size
 CUTTING_ROUNDS = 40  # rounds of subtour cuts before handing over to CP-SAT
 CUTTING_NODES_PER_SECOND = 500  # SCIP branch-and-bound nodes per round per second of the time limit
@@ -34,10 +35,15 @@ def heuristic(data: dict) -> list[int]:
         if best_len is None or length < best_len:
             best, best_len = tour, length
     rng = np.random.default_rng(0)
+    since = 0
     for _ in range(KICKS if 8 <= n <= LARGE else 0):
+        if since >= KICK_PATIENCE:
+            break
+        since += 1
         tour = _local_search(d, _double_bridge(best, rng))
         length = _length(d, tour)
         if length < best_len:
+            since = 0
             best, best_len = tour, length
     i = int(np.argmin(best))
     return [int(c) for c in np.roll(best, -i)]

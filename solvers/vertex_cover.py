@@ -11,7 +11,7 @@ from mmnp.solvers import cpsat
 
 STEPS = 4000  # swaps of the local search, fewer on large graphs
 WORK = 4_000_000  # edge visits the local search may make (bounds its time on large graphs)
-PATIENCE = 1500  # swaps without a smaller cover before the search stops (at most 10 per vertex)
+PATIENCE = 1500  # swaps without a smaller cover before the search stops (at most 3 per vertex)
 
 
 def independent_set(masks: list[int]) -> int:
@@ -66,7 +66,7 @@ def local_search(n: int, edges: np.ndarray, cover: np.ndarray, steps: int) -> np
     cover = cover.copy()
     best = cover.copy()
     since = 0
-    patience = min(PATIENCE, 10 * n)
+    patience = min(PATIENCE, 3 * n)
 
     def scores() -> tuple[np.ndarray, np.ndarray]:
         hits = cover[u].astype(np.int64) + cover[v]
