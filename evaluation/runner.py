@@ -367,10 +367,14 @@ def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfi
         by_modality[modality] = aggregate(rows, categories) if rows else {}
         if config.rounds > 1 and rows:
             _add_rounds(by_modality[modality], log, instances, config, modality, categories)
-    if config.probe:
+    if config.probe:  # one probe sample per instance, counted like any other sample
         by_modality[PROBE] = _probe_metrics(log, instances)
+        probes = [log.records.get(sample_key(inst.id, PROBE, 0)) for inst in instances]
+        missing += sum(1 for r in probes if r is None)
+        failed += sum(1 for r in probes if r is not None and r["failed"])
+    total = len(instances) * (len(config.modalities) * config.samples + bool(config.probe))
     return {"metrics": by_modality, "complete": missing == 0 and failed == 0, "missing_instances": missing,
-            "failed_samples": failed, "total_samples": len(instances) * len(config.modalities) * config.samples}
+            "failed_samples": failed, "total_samples": total}
 
 
 def _add_rounds(block: dict, log: SampleLog, instances: list[Instance], config: EvalConfig, modality: str,

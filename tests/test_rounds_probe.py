@@ -111,6 +111,13 @@ def test_rounds_repair_rises_with_feedback_naming_the_violation(tmp_path):
         assert r["feedback"].startswith("Your answer is not feasible") or "could not be read" in r["feedback"]
         for v in r["violations"][:10]:
             assert v["message"] in r["feedback"]
+    board = runner.invoke(app, ["leaderboard", str(tmp_path / "solver_repair")])
+    assert board.exit_code == 0, board.output
+    lines = board.output.splitlines()
+    header = next(i for i, line in enumerate(lines) if "| SR round 1 |" in line)
+    columns = [c.strip() for c in lines[header].split("|")]
+    cells = [c.strip() for c in lines[header + 2].split("|")]
+    assert float(cells[columns.index("SR round 1")]) < float(cells[columns.index("SR round 3")]) == 100.0
     # solver:random ignores feedback: no round improves on its first answer
     result = _eval(tmp_path, "--model", "solver:random", "--count", "2", "--rounds", "3")
     rounds = _results(tmp_path / "solver_random")["metrics"]["text"]["overall"]["rounds"]
