@@ -167,3 +167,48 @@ def test_rounds_multi_turn_over_openai_and_resume_at_the_next_round(tmp_path):
     assert any(v["message"] in second[2]["content"] for r in round_one for v in r["violations"])
     rounds = _results(folder)["metrics"]["text"]["overall"]["rounds"]
     assert rounds["1"]["sr"] == 0.0 and rounds["2"]["sr"] == 1.0 == rounds["3"]["sr"]
+
+
+def test_rounds_a_failed_round_is_retried_at_that_round(tmp_path):
+    instances, _, _ = load_instances(None, "vertex_cover", ["easy"], 2, 0, None, False)
+    answers = {inst.prompt: "Answer: " + json.dumps(inst.reference["heuristic"]["solution"]) for inst in instances}
+    fake: list[FakeOpenAI] = []
+
+    def reply(text, png):
+        messages = fake[-1].requests[-1]["messages"]
+        return "Answer: []" if len(messages) == 1 else answers[messages[0]["content"][-1]["text"]]
+
+    args = ["--model", "openai:fake", "--tasks", "vertex_cover", "--count", "2", "--rounds", "2",
+            "--concurrency", "1", "--max-retries", "0"]
+    with FakeOpenAI(reply, lambda number, text: (500, 0.0) if number == 3 else None) as server:
+        fake.append(server)
+        first = _eval(tmp_path, "--base-url", server.url, *args)
+        assert first.exit_code == 1, first.output  # one sample's round 2 failed
+    folder = tmp_path / "openai_fake"
+    failed = [r for r in read_samples(folder / "samples.jsonl") if r["failed"]]
+    assert len(failed) == 1 and failed[0]["round"] == 2 and failed[0]["per_round"][0]["feasible"] is False
+    with FakeOpenAI(reply) as server:
+        fake.append(server)
+        again = _eval(tmp_path, "--base-url", server.url, *args)
+        assert again.exit_code == 0, again.output
+        assert len(server.requests) == 1 and len(server.requests[0]["messages"]) == 3
+    assert [server.requests[0]["messages"][1]["content"], server.requests[0]["messages"][2]["content"]] == \
+        failed[0]["history"][0]  # the same turns the failed call sent
+    rounds = _results(folder)["metrics"]["text"]["overall"]["rounds"]
+    assert rounds["1"]["sr"] == 0.0 and rounds["2"]["sr"] == 1.0
+
+
+def test_every_backend_sends_the_earlier_rounds_as_turns():
+    from mmnp.evaluation.backend import Request
+    from mmnp.evaluation.hf_backend import HFBackend
+
+    inst = load_instances(None, "knapsack", ["easy"], 1, 0, None, False)[0][0]
+    request = Request(inst, "text", 0, inst.prompt, history=(("Answer: [0]", "Your answer is not feasible."),))
+    roles = [(m["role"], m["content"] if isinstance(m["content"], str) else m["content"][-1]["text"])
+             for m in request.openai_messages()]
+    assert roles == [("user", inst.prompt), ("assistant", "Answer: [0]"), ("user", "Your answer is not feasible.")]
+    hf = HFBackend.__new__(HFBackend)
+    hf.vision, hf.name = False, "hf:tiny"
+    assert [m["role"] for m in hf._chat(request)] == ["user", "assistant", "user"]
+    assert hf._chat(request)[1:] == request.openai_messages()[1:]
+    assert request.round == 2 and request.messages_sha256() != Request(inst, "text", 0, inst.prompt).messages_sha256()
