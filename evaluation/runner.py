@@ -30,6 +30,7 @@ from mmnp.evaluation.backend import MESSAGES_TEMPLATE, Backend, Completion, Requ
 from mmnp.evaluation.metrics import aggregate, instance_metrics
 from mmnp.records import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
 from mmnp.registry import get_task, list_tasks
+from mmnp.transcribe import probe_prompt
 
 MODALITIES = ("text", "image")
 PROBE = "probe"  # the perception probe's samples and metrics block (not a modality with SR/QR)
@@ -171,8 +172,6 @@ def build_requests(instances: Iterable[Instance], config: EvalConfig, image_load
                    log: SampleLog) -> list[Request]:
     """The calls still to make: every sample without a successful record, and (--rounds) every
     sample whose latest round asks for another (resumed at that round, never from round 1)."""
-    from mmnp.transcribe import probe_prompt
-
     requests = []
     for inst in instances:
         for modality in config.modalities:
@@ -256,15 +255,17 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
     if rescore:
         for key, record in log.records.items():
             inst = by_id.get(record["id"])
-            if inst is not None and not record["failed"] and record["modality"] == PROBE:
-                log.records[key] = _checked({**record, **score_probe(
-                    Request(inst, PROBE, record["sample"], ""), Completion(record["response"]))})
-            elif inst is not None and not record["failed"]:
-                log.records[key] = _checked({**record, **score(
-                    inst, record["modality"], record["sample"],
-                    Completion(record["response"], record["prompt_tokens"], record["completion_tokens"],
-                               record["latency_s"], attempts=record.get("attempts", 1),
-                               truncated=record.get("truncated", False)), record.get("messages_sha256"))})
+            if inst is None or record["failed"]:
+                continue
+            completion = Completion(record["response"], record["prompt_tokens"], record["completion_tokens"],
+                                    record["latency_s"], attempts=record.get("attempts", 1),
+                                    truncated=record.get("truncated", False))
+            if record["modality"] == PROBE:
+                fresh = score_probe(Request(inst, PROBE, record["sample"], probe_prompt(inst.task)), completion)
+            else:
+                fresh = score(inst, record["modality"], record["sample"], completion)
+            # the stored hash is of what was sent (earlier rounds included); --rounds fields are kept
+            log.records[key] = _checked({**record, **fresh, "messages_sha256": record.get("messages_sha256")})
         log.rewrite()
     else:
         requests = build_requests(instances, config, image_loader, log)

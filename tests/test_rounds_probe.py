@@ -212,3 +212,17 @@ def test_every_backend_sends_the_earlier_rounds_as_turns():
     assert [m["role"] for m in hf._chat(request)] == ["user", "assistant", "user"]
     assert hf._chat(request)[1:] == request.openai_messages()[1:]
     assert request.round == 2 and request.messages_sha256() != Request(inst, "text", 0, inst.prompt).messages_sha256()
+
+
+def test_rescore_keeps_probe_and_round_records(tmp_path):
+    assert _eval(tmp_path, "--model", "solver:repair", "--tasks", "knapsack,vertex_cover", "--count", "2",
+                 "--rounds", "2", "--probe", "transcribe").exit_code == 0
+    folder = tmp_path / "solver_repair"
+    before = {r["key"]: r for r in read_samples(folder / "samples.jsonl")}
+    results = _results(folder)
+    result = _eval(tmp_path, "--model", "solver:repair", "--tasks", "knapsack,vertex_cover", "--count", "2",
+                   "--rounds", "2", "--probe", "transcribe", "--rescore")
+    assert result.exit_code == 0, result.output
+    after = {r["key"]: r for r in read_samples(folder / "samples.jsonl")}
+    assert after == before
+    assert _results(folder)["metrics"] == results["metrics"]
