@@ -303,7 +303,8 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
                 backend.run(requests, config.sampling, emit)
                 if config.rounds == 1:
                     break
-                requests = [r for r in build_requests(instances, config, image_loader, log) if r.history]
+                # the next round of every unfinished sample; failed calls wait for the next run, as without --rounds
+                requests = [r for r in build_requests(instances, config, image_loader, log) if r.history and not r.retry]
                 calls += len(requests)
                 done = 0
         except RunError as e:  # the endpoint refuses, or images do not reach the model: say so in results.json

@@ -178,7 +178,7 @@ def test_rounds_a_failed_round_is_retried_at_that_round(tmp_path):
         messages = fake[-1].requests[-1]["messages"]
         return "Answer: []" if len(messages) == 1 else answers[messages[0]["content"][-1]["text"]]
 
-    args = ["--model", "openai:fake", "--tasks", "vertex_cover", "--count", "2", "--rounds", "2",
+    args = ["--model", "openai:fake", "--tasks", "vertex_cover", "--count", "2", "--rounds", "3",
             "--concurrency", "1", "--max-retries", "0"]
     with FakeOpenAI(reply, lambda number, text: (500, 0.0) if number == 3 else None) as server:
         fake.append(server)
