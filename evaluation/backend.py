@@ -77,20 +77,31 @@ class Request:
     image: bytes | None = None  # PNG, for the image modality
     system: str | None = None
     retry: bool = False  # an earlier run's call for this sample failed
+    # --rounds: the earlier rounds of this sample as (the model's answer, the verifier's feedback) turns
+    history: tuple[tuple[str, str], ...] = ()
+    extra_rounds: tuple[dict, ...] = ()  # the earlier rounds' scores, carried into this round's record
 
     @property
     def key(self) -> str:
         return sample_key(self.instance.id, self.modality, self.sample)
 
     def openai_messages(self) -> list[dict[str, Any]]:
-        """OpenAI chat format: the image as a base64 PNG `image_url` part before the text."""
+        """OpenAI chat format: the image as a base64 PNG `image_url` part before the text, then the earlier
+        rounds (assistant: the model's answer, user: the verifier's feedback)."""
         content: list[dict[str, Any]] = []
         if self.image is not None:
             url = "data:image/png;base64," + base64.b64encode(self.image).decode()
             content.append({"type": "image_url", "image_url": {"url": url}})
         content.append({"type": "text", "text": self.text})
         messages = [{"role": "system", "content": self.system}] if self.system else []
-        return messages + [{"role": "user", "content": content}]
+        messages.append({"role": "user", "content": content})
+        for answer, feedback in self.history:
+            messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": feedback}]
+        return messages
+
+    @property
+    def round(self) -> int:
+        return len(self.history) + 1
 
     def messages_sha256(self) -> str:
         """The hash of the messages sent, per `MESSAGES_TEMPLATE`."""

@@ -57,13 +57,15 @@ def eval_command(
     max_fail_rate: float = typer.Option(0.0, help="Exit 0 with up to this fraction of failed samples."),
     skip_image_probe: bool = typer.Option(False, "--skip-image-probe", help="Run images without checking they reach the model."),
     rescore: bool = typer.Option(False, "--rescore", help="Recompute verdicts and metrics; no model calls."),
+    rounds: int = typer.Option(1, help="Answers per sample: the verifier's verdict goes back as the next turn."),
+    probe: Optional[str] = typer.Option(None, help="transcribe: also ask for the instance read off each picture."),
 ) -> None:
     """Evaluate a model (or a baseline solver) and write samples.jsonl and results.json.
 
     Exits 1 when more than --max-fail-rate of the samples failed (rerun to retry them)."""
     from mmnp.errors import RunError, UsageError
     from mmnp.evaluation.backend import Sampling, backend_class, build_options, parse_kwargs, sample_options, split_model
-    from mmnp.evaluation.runner import MODALITIES, EvalConfig, evaluate, model_dir_name
+    from mmnp.evaluation.runner import MODALITIES, PROBES, EvalConfig, evaluate, model_dir_name
     from mmnp.evaluation.sources import load_instances
 
     modalities = MODALITIES if modality == "both" else (modality,)
@@ -75,9 +77,12 @@ def eval_command(
                                   ("--top-p", top_p, 0 < top_p <= 1, "in (0, 1]"),
                                   ("--max-fail-rate", max_fail_rate, 0 <= max_fail_rate <= 1, "in [0, 1]"),
                                   ("--count", count, count >= 1, "at least 1"),
-                                  ("--limit", limit, limit is None or limit >= 1, "at least 1")):
+                                  ("--limit", limit, limit is None or limit >= 1, "at least 1"),
+                                  ("--rounds", rounds, rounds >= 1, "at least 1")):
         if not ok:
             raise UsageError(f"{name} {value}: must be {rule}")
+    if probe is not None and probe not in PROBES:
+        raise UsageError(f"--probe {probe!r}: choose {', '.join(PROBES)}")
     name, target = split_model(model)
     flags = {"base_url": base_url, "api_key_env": api_key_env, "concurrency": concurrency,
              "max_retries": max_retries, "timeout": timeout, "batch_size": batch_size}
@@ -87,12 +92,12 @@ def eval_command(
         if reserved in extra:
             raise UsageError(f"--gen-kwargs {reserved}: set by mmnp itself (use --model)")
     instances, image_loader, dataset = load_instances(data, tasks, split_list(difficulty), count, seed, limit,
-                                                      need_images="image" in modalities,
+                                                      need_images="image" in modalities or probe is not None,
                                                       allow_modified=allow_modified)
     backend = None if rescore else backend_class(name)(target, options)
     config = EvalConfig(model=model, modalities=modalities, samples=samples,
                         sampling=Sampling(temperature, top_p, max_tokens, seed, extra), system_prompt=system_prompt,
-                        model_args=sample_options(options))
+                        model_args=sample_options(options), rounds=rounds, probe=probe)
     try:
         with progress_bar() as bar:
             job = bar.add_task(f"{model}", total=None, rate="")
@@ -114,7 +119,10 @@ def eval_command(
                        "--output-path") from None
     for m, metrics in results["metrics"].items():
         overall = metrics.get("overall") or {}
-        if overall:
+        if m == "probe" and overall:
+            console.print(f"[bold]{model}[/] probe: recognition {100 * overall['recognition_accuracy']:.1f}  "
+                          f"field F1 {100 * overall['field_f1']:.1f}", highlight=False)
+        elif overall:
             console.print(f"[bold]{model}[/] {m}: SR {100 * overall['sr']:.1f}  QR {100 * overall['qr']:.1f}  "
                           f"SR@1 {100 * overall['sr_at_1']:.1f}  fail {100 * overall['fail_rate']:.1f}%",
                           highlight=False)

@@ -38,10 +38,16 @@ class HFBackend:
         messages = [{"role": "system", "content": request.system}] if request.system else []
         if self.vision:
             content = ([{"type": "image"}] if request.image is not None else []) + [{"type": "text", "text": request.text}]
-            return messages + [{"role": "user", "content": content}]
+            return messages + [{"role": "user", "content": content}] + self._turns(request)
         if request.image is not None:
             raise ValueError(f"{self.name} is a text-only model; evaluate it with --modality text")
-        return messages + [{"role": "user", "content": request.text}]
+        return messages + [{"role": "user", "content": request.text}] + self._turns(request)
+
+    @staticmethod
+    def _turns(request: Request) -> list[dict]:
+        """--rounds: the earlier answers and the verifier's feedback, as plain-text turns."""
+        return [m for answer, feedback in request.history
+                for m in ({"role": "assistant", "content": answer}, {"role": "user", "content": feedback})]
 
     def _inputs(self, batch: list[Request]):
         from PIL import Image

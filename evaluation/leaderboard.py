@@ -523,8 +523,28 @@ def _sections(board: Board, group: Group, se: str | None) -> list[tuple[str, pd.
     if m is None and any(r.probe() for r in group.runs):
         sections.append(("Perception and reasoning: text and image SR/QR beside the perception probe's "
                          "recognition accuracy and field F1", probe_frame(group, se), "probe"))
+    rounds = rounds_frame(group, m)
+    if not rounds.empty:
+        sections.append(("Feedback rounds (--rounds): overall SR@r and QR@r, a sample's answer at round r being "
+                         "its last up to r", rounds, "rounds"))
     sections.append(("Runs", runs_frame(group), "runs"))
     return sections
+
+
+def rounds_frame(group: Group, modality: str | None) -> pd.DataFrame:
+    """Overall SR@r and QR@r per run and modality, for runs made with --rounds K > 1."""
+    records = []
+    for run in group.runs:
+        for m in run.modalities() if modality is None else [modality]:
+            rounds = ((run.results["metrics"].get(m) or {}).get("overall") or {}).get("rounds")
+            if not isinstance(rounds, dict):
+                continue
+            row = _who(run, run.label, m, group.dataset is None)
+            for r in sorted(rounds, key=int):
+                row[f"SR round {r}"] = _pct(rounds[r].get("sr"))
+                row[f"QR round {r}"] = _pct(rounds[r].get("qr"))
+            records.append(row)
+    return _frame(records)
 
 
 def _markdown_board(board: Board, stderr: bool) -> str:

@@ -30,8 +30,11 @@ from mmnp.evaluation.backend import MESSAGES_TEMPLATE, Backend, Completion, Requ
 from mmnp.evaluation.metrics import aggregate, instance_metrics
 from mmnp.records import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
 from mmnp.registry import get_task, list_tasks
+from mmnp.transcribe import probe_prompt
 
 MODALITIES = ("text", "image")
+PROBE = "probe"  # the perception probe's samples and metrics block (not a modality with SR/QR)
+PROBES = ("transcribe",)
 
 
 @dataclass(frozen=True)
@@ -42,12 +45,16 @@ class EvalConfig:
     sampling: Sampling = Sampling()
     system_prompt: str | None = None
     model_args: dict = field(default_factory=dict)  # the backend options that change what a sample is
+    rounds: int = 1  # --rounds: feedback turns from the verifier, up to this many answers per sample
+    probe: str | None = None  # --probe transcribe: one transcription per instance's picture, scored field by field
 
     def identity(self) -> dict:
         """What must match for stored samples to be reused (samples and limit may grow)."""
         identity = {"model": self.model, "sampling": self.sampling.identity(), "system_prompt": self.system_prompt}
         if self.model_args:  # only when set: older run.json files stay resumable
             identity["model_args"] = self.model_args
+        if self.rounds > 1:  # a sample's answer is its last round's
+            identity["rounds"] = self.rounds
         return identity
 
 
@@ -96,6 +103,52 @@ def score(request_instance: Instance, modality: str, sample: int, completion: Co
     }
 
 
+def feedback(inst: Instance, record: dict) -> str:
+    """The verifier's verdict on a round's answer, sent back as the next user turn (--rounds)."""
+    again = "Give your full answer again, in the same format as before."
+    if not record["parsed"]:
+        return f"Your answer could not be read: {record['parse_error'] or 'no answer found'}. {again}"
+    if not record["feasible"]:
+        named = "\n".join(f"- {v['message']}" for v in record["violations"][:10])
+        return f"Your answer is not feasible. The verifier found:\n{named}\nFix it. {again}"
+    ratio = record["ratio"]
+    how = "beats" if ratio > 1 + 1e-9 else "matches" if ratio >= 1 - 1e-9 else "does not reach"
+    return (f"Your answer is feasible with objective {record['objective']}, which {how} the reference solution "
+            f"(objective {inst.reference_objective}). A better answer may exist: improve it if you can. {again}")
+
+
+def round_record(record: dict, request: Request, rounds: int) -> dict:
+    """A --rounds sample's record: this round's verdict, the earlier turns and every round's
+    scores; `feedback` is the next user turn, None when the sample is finished."""
+    previous = list(request.extra_rounds)
+    scores = {k: record[k] for k in ("feasible", "objective", "ratio", "opt_ratio", "messages_sha256")}
+    record = {**record, "round": request.round, "history": [list(turn) for turn in request.history]}
+    if record["failed"]:  # retried at the same round: keep the finished rounds' scores
+        record.update(per_round=previous, feedback=None)
+        return record
+    best = record["feasible"] and (record["opt_ratio"] if record["opt_ratio"] is not None else 0) >= 1 - 1e-9
+    record["per_round"] = [*previous, scores]
+    record["feedback"] = None if best or request.round >= rounds else feedback(request.instance, record)
+    return record
+
+
+def score_probe(request: Request, completion: Completion) -> dict:
+    """A perception-probe sample: the transcription, exact or not, and its per-field F1."""
+    from mmnp.transcribe import score_transcription
+
+    inst = request.instance
+    failed = completion.error is not None
+    exact, fields = score_transcription(inst.task, inst.data, None if failed else completion.text)
+    return {"key": request.key, "id": inst.id, "task": inst.task, "difficulty": inst.difficulty,
+            "modality": PROBE, "sample": request.sample, "probe": "transcribe", "response": completion.text,
+            "truncated": completion.truncated, "messages_sha256": request.messages_sha256(),
+            "exact": exact and not failed, "field_f1": fields, "parsed": not failed, "feasible": False,
+            "objective": None, "ratio": 0.0, "opt_ratio": 0.0, "canonical": None, "violations": [],
+            "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
+            "latency_s": round(completion.latency_s, 4), "attempts": completion.attempts, "failed": failed,
+            "error": completion.error}
+
+
 def _jsonable(x):
     return json.loads(json.dumps(x))
 
@@ -117,19 +170,32 @@ def _unstorable(record: dict, e: Exception) -> dict:
 
 def build_requests(instances: Iterable[Instance], config: EvalConfig, image_loader: Callable[[Instance], bytes],
                    log: SampleLog) -> list[Request]:
+    """The calls still to make: every sample without a successful record, and (--rounds) every
+    sample whose latest round asks for another (resumed at that round, never from round 1)."""
     requests = []
     for inst in instances:
         for modality in config.modalities:
             for k in range(config.samples):
                 key = sample_key(inst.id, modality, k)
-                if log.done(key):
+                record = log.records.get(key)
+                history, extra = (), ()
+                if config.rounds > 1 and record is not None:
+                    history = tuple(tuple(t) for t in record.get("history") or ())
+                    extra = tuple(record.get("per_round") or ())
+                    if not record["failed"]:
+                        if record.get("feedback") is None:
+                            continue  # finished: the best answer, or the last round
+                        history += ((record["response"], record["feedback"]),)
+                elif log.done(key):
                     continue
-                retry = key in log.records
-                if modality == "image":
-                    requests.append(Request(inst, modality, k, inst.image_prompt, image_loader(inst),
-                                            config.system_prompt, retry))
-                else:
-                    requests.append(Request(inst, modality, k, inst.prompt, None, config.system_prompt, retry))
+                retry = record is not None and record["failed"]
+                image = image_loader(inst) if modality == "image" else None
+                text = inst.image_prompt if modality == "image" else inst.prompt
+                requests.append(Request(inst, modality, k, text, image, config.system_prompt, retry, history, extra))
+        key = sample_key(inst.id, PROBE, 0)
+        if config.probe and not log.done(key):
+            requests.append(Request(inst, PROBE, 0, probe_prompt(inst.task), image_loader(inst), config.system_prompt,
+                                    key in log.records))
     return requests
 
 
@@ -189,12 +255,17 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
     if rescore:
         for key, record in log.records.items():
             inst = by_id.get(record["id"])
-            if inst is not None and not record["failed"]:
-                log.records[key] = _checked(score(
-                    inst, record["modality"], record["sample"],
-                    Completion(record["response"], record["prompt_tokens"], record["completion_tokens"],
-                               record["latency_s"], attempts=record.get("attempts", 1),
-                               truncated=record.get("truncated", False)), record.get("messages_sha256")))
+            if inst is None or record["failed"]:
+                continue
+            completion = Completion(record["response"], record["prompt_tokens"], record["completion_tokens"],
+                                    record["latency_s"], attempts=record.get("attempts", 1),
+                                    truncated=record.get("truncated", False))
+            if record["modality"] == PROBE:
+                fresh = score_probe(Request(inst, PROBE, record["sample"], probe_prompt(inst.task)), completion)
+            else:
+                fresh = score(inst, record["modality"], record["sample"], completion)
+            # the stored hash is of what was sent (earlier rounds included); --rounds fields are kept
+            log.records[key] = _checked({**record, **fresh, "messages_sha256": record.get("messages_sha256")})
         log.rewrite()
     else:
         requests = build_requests(instances, config, image_loader, log)
@@ -203,8 +274,13 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
 
         def emit(request: Request, completion: Completion) -> None:
             nonlocal done
-            record = score(request.instance, request.modality, request.sample, completion,
-                           request.messages_sha256())
+            if request.modality == PROBE:
+                record = score_probe(request, completion)
+            else:
+                record = score(request.instance, request.modality, request.sample, completion,
+                               request.messages_sha256())
+                if config.rounds > 1:
+                    record = round_record(record, request, config.rounds)
             try:
                 log.append(record)
             except (ValueError, UnicodeEncodeError) as e:  # a reply the backend let through never poisons the log
@@ -221,8 +297,16 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
                     raise RunError(f"image probe: {probe['detail']}; no image request was made. Use a vision model "
                                    "or an endpoint that accepts images, or pass --skip-image-probe to run anyway "
                                    "(results.json records that images were not checked)")
-            if requests:
+            for _ in range(config.rounds):  # one batch per round; a sample leaves when it is finished
+                if not requests:
+                    break
                 backend.run(requests, config.sampling, emit)
+                if config.rounds == 1:
+                    break
+                # the next round of every unfinished sample; failed calls wait for the next run, as without --rounds
+                requests = [r for r in build_requests(instances, config, image_loader, log) if r.history and not r.retry]
+                calls += len(requests)
+                done = 0
         except RunError as e:  # the endpoint refuses, or images do not reach the model: say so in results.json
             stopped = e
         finally:
@@ -283,8 +367,57 @@ def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfi
                 continue
             rows.append({"task": inst.task, "difficulty": inst.difficulty, "metrics": instance_metrics(samples)})
         by_modality[modality] = aggregate(rows, categories) if rows else {}
+        if config.rounds > 1 and rows:
+            _add_rounds(by_modality[modality], log, instances, config, modality, categories)
+    if config.probe:  # one probe sample per instance, counted like any other sample
+        by_modality[PROBE] = _probe_metrics(log, instances)
+        probes = [log.records.get(sample_key(inst.id, PROBE, 0)) for inst in instances]
+        missing += sum(1 for r in probes if r is None)
+        failed += sum(1 for r in probes if r is not None and r["failed"])
+    total = len(instances) * (len(config.modalities) * config.samples + bool(config.probe))
     return {"metrics": by_modality, "complete": missing == 0 and failed == 0, "missing_instances": missing,
-            "failed_samples": failed, "total_samples": len(instances) * len(config.modalities) * config.samples}
+            "failed_samples": failed, "total_samples": total}
+
+
+def _add_rounds(block: dict, log: SampleLog, instances: list[Instance], config: EvalConfig, modality: str,
+                categories: dict) -> None:
+    """SR@r and QR@r in every aggregate group: a sample's round-r answer is its last answer up to round r."""
+    per_round = []
+    for r in range(1, config.rounds + 1):
+        rows = []
+        for inst in instances:
+            samples = [log.records.get(sample_key(inst.id, modality, k)) for k in range(config.samples)]
+            if any(s is None for s in samples):
+                continue
+            at_r = []
+            for s in samples:
+                history = s.get("per_round") or []
+                at_r.append({**s, **history[min(r, len(history)) - 1]} if history else s)
+            rows.append({"task": inst.task, "difficulty": inst.difficulty, "metrics": instance_metrics(at_r)})
+        per_round.append(aggregate(rows, categories))
+    for name, group in block.items():
+        groups = {None: group} if "sr" in group else group
+        for sub, g in groups.items():
+            g["rounds"] = {str(r): {m: (agg[name] if sub is None else agg[name][sub])[m] for m in ("sr", "qr")}
+                           for r, agg in enumerate(per_round, 1)}
+
+
+def _probe_metrics(log: SampleLog, instances: list[Instance]) -> dict:
+    """metrics["probe"]: recognition accuracy (share of exact transcriptions) and mean field F1,
+    overall (mean over instances) and per task, over the instances with a successful probe sample."""
+    by_task: dict[str, list[dict]] = {}
+    for inst in instances:
+        record = log.records.get(sample_key(inst.id, PROBE, 0))
+        if record is not None and not record["failed"]:
+            by_task.setdefault(inst.task, []).append(record)
+
+    def summary(records: list[dict]) -> dict:
+        f1 = [sum(r["field_f1"].values()) / len(r["field_f1"]) for r in records]
+        return {"recognition_accuracy": sum(r["exact"] for r in records) / len(records),
+                "field_f1": sum(f1) / len(f1), "instances": len(records)}
+
+    every = [r for records in by_task.values() for r in records]
+    return {"overall": summary(every), "tasks": {t: summary(rs) for t, rs in sorted(by_task.items())}} if every else {}
 
 
 def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: float, log: SampleLog) -> dict:

@@ -1,0 +1,228 @@
+"""`mmnp eval --probe transcribe` (perception probe) and `mmnp eval --rounds K` (verifier
+feedback turns), through the real CLI, the solver baselines and the fake OpenAI server."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from typer.testing import CliRunner
+
+import mmnp
+from fake_openai import FakeOpenAI, oracle
+from mmnp.cli import app
+from mmnp.evaluation.sources import load_instances
+from mmnp.records import read_samples, sample_key
+from mmnp.transcribe import tasks as transcribed_tasks
+from mmnp.transcribe import transcribe
+
+runner = CliRunner()
+
+
+def _eval(out, *args):
+    result = runner.invoke(app, ["eval", "--difficulty", "easy", "--output-path", str(out), *args])
+    return result
+
+
+def _results(folder):
+    return json.loads((folder / "results.json").read_text())
+
+
+def test_probe_bounds_transcribe_exact_random_low_and_leaderboard(tmp_path):
+    for model in ("solver:transcribe", "solver:random"):
+        result = _eval(tmp_path, "--model", model, "--count", "2", "--modality", "both", "--probe", "transcribe")
+        assert result.exit_code == 0, result.output
+    exact = _results(tmp_path / "solver_transcribe")["metrics"]["probe"]
+    assert set(exact["tasks"]) == set(transcribed_tasks())
+    for block in [exact["overall"], *exact["tasks"].values()]:
+        assert block["recognition_accuracy"] == 1.0 and block["field_f1"] == 1.0
+    assert exact["overall"]["instances"] == 2 * len(transcribed_tasks())
+    garbled = _results(tmp_path / "solver_random")["metrics"]["probe"]["overall"]
+    assert garbled["recognition_accuracy"] == 0.0 and garbled["field_f1"] < 0.5
+
+    records = read_samples(tmp_path / "solver_transcribe" / "samples.jsonl")
+    probes = [r for r in records if r["modality"] == "probe"]
+    assert len(probes) == 2 * len(transcribed_tasks())
+    for r in probes:
+        assert r["key"] == sample_key(r["id"], "probe", 0) and r["exact"] is True
+    # a resumed run asks nothing again
+    result = _eval(tmp_path, "--model", "solver:transcribe", "--count", "2", "--modality", "both", "--probe",
+                   "transcribe")
+    assert result.exit_code == 0, result.output
+    assert _results(tmp_path / "solver_transcribe")["timing"]["this_run_calls"] == 0
+
+    board = runner.invoke(app, ["leaderboard", str(tmp_path)])
+    assert board.exit_code == 0, board.output
+    lines = board.output.splitlines()
+    header = next(i for i, line in enumerate(lines) if "| recognition |" in line)
+    columns = [c.strip() for c in lines[header].split("|")]
+    assert columns.index("text SR") < columns.index("image SR") < columns.index("recognition")
+    rows = {(cells[columns.index("model")], cells[columns.index("task")]): cells[columns.index("recognition")]
+            for cells in ([c.strip() for c in line.split("|")] for line in lines[header + 2:] if line.startswith("|"))}
+    assert rows["solver:transcribe", "overall"] == "100.0" and rows["solver:random", "overall"] == "0.0"
+
+
+def test_probe_one_wrong_edge_from_an_endpoint(tmp_path):
+    instances, _, _ = load_instances(None, "vertex_cover", ["easy"], 1, 0, None, True)
+    inst = instances[0]
+    task = mmnp.get_task(inst.task)
+    truth = transcribe(inst.task, inst.data)
+    edges = {tuple(e) for e in truth["edges"]}
+    missing = next((a, b) for a in range(truth["n"]) for b in range(a + 1, truth["n"]) if (a, b) not in edges)
+    wrong = {"n": truth["n"], "edges": [list(missing), *truth["edges"][1:]]}
+    picture = hashlib.sha256(task.render(inst)).hexdigest()
+    answer = oracle(instances)
+
+    def reply(text, png):
+        if png is not None and "Transcribe" in text:
+            assert hashlib.sha256(png).hexdigest() == picture
+            return "Here it is:\n" + json.dumps(wrong)
+        return answer(text, png)
+
+    with FakeOpenAI(reply) as server:
+        result = _eval(tmp_path, "--model", "openai:fake", "--base-url", server.url, "--tasks", "vertex_cover",
+                       "--count", "1", "--modality", "image", "--probe", "transcribe")
+    assert result.exit_code == 0, result.output
+    record = next(r for r in read_samples(tmp_path / "openai_fake" / "samples.jsonl") if r["modality"] == "probe")
+    assert record["exact"] is False
+    assert record["field_f1"]["n"] == 1.0 and 0.5 < record["field_f1"]["edges"] < 1.0
+    probe = _results(tmp_path / "openai_fake")["metrics"]["probe"]["overall"]
+    assert probe["recognition_accuracy"] == 0.0 and probe["field_f1"] < 1.0
+    # the image modality itself was answered right: the probe is a separate sample
+    assert _results(tmp_path / "openai_fake")["metrics"]["image"]["overall"]["sr"] == 1.0
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_rounds_repair_rises_with_feedback_naming_the_violation(tmp_path):
+    result = _eval(tmp_path, "--model", "solver:repair", "--count", "2", "--rounds", "3")
+    assert result.exit_code == 0, result.output
+    rounds = _results(tmp_path / "solver_repair")["metrics"]["text"]["overall"]["rounds"]
+    assert set(rounds) == {"1", "2", "3"}
+    assert rounds["1"]["sr"] < rounds["3"]["sr"] == 1.0
+    assert rounds["1"]["sr"] <= rounds["2"]["sr"] <= rounds["3"]["sr"]
+    per_task = _results(tmp_path / "solver_repair")["metrics"]["text"]["tasks"]
+    assert all("rounds" in block for block in per_task.values())
+    first = [r for r in _lines(tmp_path / "solver_repair" / "samples.jsonl") if r["round"] == 1 and not r["feasible"]]
+    assert first
+    for r in first:
+        assert r["feedback"].startswith("Your answer is not feasible") or "could not be read" in r["feedback"]
+        for v in r["violations"][:10]:
+            assert v["message"] in r["feedback"]
+    board = runner.invoke(app, ["leaderboard", str(tmp_path / "solver_repair")])
+    assert board.exit_code == 0, board.output
+    lines = board.output.splitlines()
+    header = next(i for i, line in enumerate(lines) if "| SR round 1 |" in line)
+    columns = [c.strip() for c in lines[header].split("|")]
+    cells = [c.strip() for c in lines[header + 2].split("|")]
+    assert float(cells[columns.index("SR round 1")]) < float(cells[columns.index("SR round 3")]) == 100.0
+    # solver:random ignores feedback: no round improves on its first answer
+    result = _eval(tmp_path, "--model", "solver:random", "--count", "2", "--rounds", "3")
+    rounds = _results(tmp_path / "solver_random")["metrics"]["text"]["overall"]["rounds"]
+    assert rounds["1"]["sr"] == rounds["3"]["sr"]
+
+
+def test_rounds_multi_turn_over_openai_and_resume_at_the_next_round(tmp_path):
+    instances, _, _ = load_instances(None, "vertex_cover", ["easy"], 2, 0, None, False)
+    answers = {inst.prompt: "Answer: " + json.dumps(inst.reference["heuristic"]["solution"]) for inst in instances}
+    fake: list[FakeOpenAI] = []
+    broken = [True]
+
+    def reply(text, png):
+        messages = fake[0].requests[-1]["messages"]  # concurrency 1: the request being answered
+        first = messages[0]["content"][-1]["text"]
+        if len(messages) == 1:
+            return "Answer: []"  # round 1: covers nothing
+        return answers[first]
+
+    def fault(number, text):
+        return (401, 0.0) if broken[0] and text.startswith("Your answer") else None
+
+    args = ["--model", "openai:fake", "--tasks", "vertex_cover", "--count", "2", "--rounds", "3",
+            "--concurrency", "1", "--max-retries", "0"]
+    with FakeOpenAI(reply, fault) as server:
+        fake.append(server)
+        stopped = _eval(tmp_path, "--base-url", server.url, *args)
+        assert stopped.exit_code == 1, stopped.output
+        assert all(len(body["messages"]) == 1 for body in server.requests[:2])
+    folder = tmp_path / "openai_fake"
+    assert {r["round"] for r in read_samples(folder / "samples.jsonl")} == {1}
+
+    broken[0] = False
+    fake.clear()
+    with FakeOpenAI(reply, fault) as server:
+        fake.append(server)
+        resumed = _eval(tmp_path, "--base-url", server.url, *args)
+        assert resumed.exit_code == 0, resumed.output
+        assert server.requests and all(len(body["messages"]) >= 3 for body in server.requests)  # no round 1 again
+        second = server.requests[0]["messages"]
+    assert [m["role"] for m in second] == ["user", "assistant", "user"]
+    assert second[1]["content"] == "Answer: []"
+    records = read_samples(folder / "samples.jsonl")
+    for r in records:
+        assert r["round"] >= 2 and r["feasible"] and r["per_round"][0]["feasible"] is False
+    round_one = [r for r in _lines(folder / "samples.jsonl") if r["round"] == 1]
+    assert any(v["message"] in second[2]["content"] for r in round_one for v in r["violations"])
+    rounds = _results(folder)["metrics"]["text"]["overall"]["rounds"]
+    assert rounds["1"]["sr"] == 0.0 and rounds["2"]["sr"] == 1.0 == rounds["3"]["sr"]
+
+
+def test_rounds_a_failed_round_is_retried_at_that_round(tmp_path):
+    instances, _, _ = load_instances(None, "vertex_cover", ["easy"], 2, 0, None, False)
+    answers = {inst.prompt: "Answer: " + json.dumps(inst.reference["heuristic"]["solution"]) for inst in instances}
+    fake: list[FakeOpenAI] = []
+
+    def reply(text, png):
+        messages = fake[-1].requests[-1]["messages"]
+        return "Answer: []" if len(messages) == 1 else answers[messages[0]["content"][-1]["text"]]
+
+    args = ["--model", "openai:fake", "--tasks", "vertex_cover", "--count", "2", "--rounds", "3",
+            "--concurrency", "1", "--max-retries", "0"]
+    with FakeOpenAI(reply, lambda number, text: (500, 0.0) if number == 3 else None) as server:
+        fake.append(server)
+        first = _eval(tmp_path, "--base-url", server.url, *args)
+        assert first.exit_code == 1, first.output  # one sample's round 2 failed
+    folder = tmp_path / "openai_fake"
+    failed = [r for r in read_samples(folder / "samples.jsonl") if r["failed"]]
+    assert len(failed) == 1 and failed[0]["round"] == 2 and failed[0]["per_round"][0]["feasible"] is False
+    with FakeOpenAI(reply) as server:
+        fake.append(server)
+        again = _eval(tmp_path, "--base-url", server.url, *args)
+        assert again.exit_code == 0, again.output
+        assert len(server.requests) == 1 and len(server.requests[0]["messages"]) == 3
+    assert [server.requests[0]["messages"][1]["content"], server.requests[0]["messages"][2]["content"]] == \
+        failed[0]["history"][0]  # the same turns the failed call sent
+    rounds = _results(folder)["metrics"]["text"]["overall"]["rounds"]
+    assert rounds["1"]["sr"] == 0.0 and rounds["2"]["sr"] == 1.0
+
+
+def test_every_backend_sends_the_earlier_rounds_as_turns():
+    from mmnp.evaluation.backend import Request
+    from mmnp.evaluation.hf_backend import HFBackend
+
+    inst = load_instances(None, "knapsack", ["easy"], 1, 0, None, False)[0][0]
+    request = Request(inst, "text", 0, inst.prompt, history=(("Answer: [0]", "Your answer is not feasible."),))
+    roles = [(m["role"], m["content"] if isinstance(m["content"], str) else m["content"][-1]["text"])
+             for m in request.openai_messages()]
+    assert roles == [("user", inst.prompt), ("assistant", "Answer: [0]"), ("user", "Your answer is not feasible.")]
+    hf = HFBackend.__new__(HFBackend)
+    hf.vision, hf.name = False, "hf:tiny"
+    assert [m["role"] for m in hf._chat(request)] == ["user", "assistant", "user"]
+    assert hf._chat(request)[1:] == request.openai_messages()[1:]
+    assert request.round == 2 and request.messages_sha256() != Request(inst, "text", 0, inst.prompt).messages_sha256()
+
+
+def test_rescore_keeps_probe_and_round_records(tmp_path):
+    assert _eval(tmp_path, "--model", "solver:repair", "--tasks", "knapsack,vertex_cover", "--count", "2",
+                 "--rounds", "2", "--probe", "transcribe").exit_code == 0
+    folder = tmp_path / "solver_repair"
+    before = {r["key"]: r for r in read_samples(folder / "samples.jsonl")}
+    results = _results(folder)
+    result = _eval(tmp_path, "--model", "solver:repair", "--tasks", "knapsack,vertex_cover", "--count", "2",
+                   "--rounds", "2", "--probe", "transcribe", "--rescore")
+    assert result.exit_code == 0, result.output
+    after = {r["key"]: r for r in read_samples(folder / "samples.jsonl")}
+    assert after == before
+    assert _results(folder)["metrics"] == results["metrics"]
