@@ -720,14 +720,7 @@ def select_instances(tasks: str | list[str], difficulties: list[str], *, data: s
         return _select_export(data, names, difficulties, limit, image_size)
     if data is not None:
         dataset = open_dataset(data, allow_modified=allow_modified)
-        instances, per_shard = [], {}
-        for inst in dataset.instances(names, difficulties):
-            shard = (inst.task, inst.difficulty)
-            per_shard[shard] = per_shard.get(shard, 0) + 1
-            if limit is None or per_shard[shard] <= limit:
-                instances.append(inst)
-        if not instances:
-            raise UsageError(f"{data} holds no instances of tasks {','.join(names)} at {','.join(difficulties)}")
+        instances = _first(dataset.instances(names, difficulties), names, difficulties, limit, data)
         return Selection(instances, dataset.identity(), dataset, image_size)
     n = count if limit is None else min(count, limit)
     instances = [get_task(t).generate(d, instance_seed(seed, i), id=instance_id(t, d, i))
@@ -740,6 +733,21 @@ def select_instances(tasks: str | list[str], difficulties: list[str], *, data: s
     return Selection(instances, identity, None, image_size)
 
 
+def _first(instances: Iterable[Instance], names: list[str], difficulties: list[str], limit: int | None,
+           data: str | Path) -> list[Instance]:
+    """The instances of the asked tasks and difficulties, at most `limit` per (task, difficulty)."""
+    chosen, per_shard = [], {}
+    for inst in instances:
+        if inst.task in names and inst.difficulty in difficulties:
+            shard = (inst.task, inst.difficulty)
+            per_shard[shard] = per_shard.get(shard, 0) + 1
+            if limit is None or per_shard[shard] <= limit:
+                chosen.append(inst)
+    if not chosen:
+        raise UsageError(f"{data} holds no instances of tasks {','.join(names)} at {','.join(difficulties)}")
+    return chosen
+
+
 def _select_export(data: str | Path, names: list[str], difficulties: list[str], limit: int | None,
                    image_size: int) -> Selection:
     """The selection from an `mmnp export` (checked row by row against the source manifest by
@@ -747,16 +755,7 @@ def _select_export(data: str | Path, names: list[str], difficulties: list[str], 
     from mmnp.export import load_export
 
     export = load_export(data)
-    per_shard: dict[tuple[str, str], int] = {}
-    instances = []
-    for inst in export.instances:
-        if inst.task in names and inst.difficulty in difficulties:
-            shard = (inst.task, inst.difficulty)
-            per_shard[shard] = per_shard.get(shard, 0) + 1
-            if limit is None or per_shard[shard] <= limit:
-                instances.append(inst)
-    if not instances:
-        raise UsageError(f"{data} holds no instances of tasks {','.join(names)} at {','.join(difficulties)}")
+    instances = _first(export.instances, names, difficulties, limit, data)
     manifest = export.manifest
     refs = hashlib.sha256("".join(f"{i.id}:{_reference_digest(i.reference)}\n"
                                   for i in export.instances).encode()).hexdigest()
