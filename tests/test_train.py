@@ -147,3 +147,35 @@ def test_train_with_an_adaptive_curriculum_moves_levels_and_logs_them(tiny_text,
     bad = CliRunner().invoke(app, ["train", "--model", str(tiny_text), "--curriculum", "sideways",
                                    "--output-dir", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "--curriculum 'sideways'" in bad.output
+
+
+def test_sft_raises_the_likelihood_of_reference_answers_then_rl_continues_from_it(tiny_text, tmp_path):
+    """`mmnp sft` distils the reference solutions: the answers it was trained on become more
+    likely than under the starting model; `mmnp train --model DIR` then starts from the result."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from mmnp.trainers.data import best_answer, training_instances
+
+    out = tmp_path / "sft"
+    result = CliRunner().invoke(app, ["sft", "--model", str(tiny_text), "--tasks", "knapsack", "--difficulty", "easy",
+                                      "--count", "4", "--max-steps", "20", "--learning-rate", "1e-3", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    tokenizer = AutoTokenizer.from_pretrained(tiny_text)
+
+    def answer_logp(path) -> float:
+        model = AutoModelForCausalLM.from_pretrained(path).eval()
+        total = 0.0
+        for inst in training_instances("knapsack", ["easy"], 4, 1):
+            prompt = tokenizer.apply_chat_template([{"role": "user", "content": inst.prompt}],
+                                                   add_generation_prompt=True, tokenize=False)
+            p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+            a = tokenizer(best_answer(inst), add_special_tokens=False)["input_ids"]
+            with torch.no_grad():
+                logits = model(torch.tensor([p + a])).logits[0, len(p) - 1 : -1].float()
+            total += torch.log_softmax(logits, -1).gather(-1, torch.tensor(a)[:, None]).sum().item()
+        return total
+
+    assert answer_logp(out) > answer_logp(tiny_text) + 1.0
+    rows = _train(out, tmp_path / "rl", "grpo", "text", steps=1)
+    assert rows and math.isfinite(float(rows[-1]["loss"]))
