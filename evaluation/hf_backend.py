@@ -40,7 +40,7 @@ class HFBackend:
             content = ([{"type": "image"}] if request.image is not None else []) + [{"type": "text", "text": request.text}]
             return messages + [{"role": "user", "content": content}] + self._turns(request)
         if request.image is not None:
-            raise ValueError(f"{self.name} is a text-only model; evaluate it with --modality text")
+            raise UsageError(f"{self.name} is a text-only model; evaluate it with --modality text")
         return messages + [{"role": "user", "content": request.text}] + self._turns(request)
 
     @staticmethod

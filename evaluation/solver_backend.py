@@ -79,7 +79,7 @@ class SolverBackend:
             return task.solver.optimal(inst.data, self.time_limit, inst.reference["heuristic"]["solution"])[0]
         fn = getattr(task.solver, self.solver, None)
         if fn is None or self.solver.startswith("_") or not callable(fn):
-            raise ValueError(f"{task.name} has no solver {self.solver!r}; try heuristic, optimal or random")
+            raise UsageError(f"{task.name} has no solver {self.solver!r}; try heuristic, optimal or random")
         return fn(inst.data)
 
 

@@ -26,9 +26,7 @@ from mmnp.errors import MMNPError
 console = Console(stderr=True, soft_wrap=True)
 out_console = Console()
 
-# Legacy: plain ValueError/KeyError/... are still printed as user errors until every raise site uses
-# mmnp.errors; then only MMNPError remains here.
-USER_ERRORS = (MMNPError, ValueError, KeyError, FileExistsError, FileNotFoundError, TypeError)
+USER_ERRORS = (MMNPError,)  # ours only: any other exception is a bug and keeps its traceback
 DEBUG = False  # set by `mmnp --debug`: errors keep their traceback
 
 

@@ -71,7 +71,7 @@ def coerce_override(config: Any, key: str, value: Any) -> Any:
     """Turn a CLI string ("25", "20-30", "0.3") into the type of the config field `key`."""
     names = [f.name for f in dataclasses.fields(config)]
     if key not in names:
-        raise ValueError(f"unknown parameter {key!r} for {type(config).__module__.rsplit('.', 1)[-1]}; "
+        raise UsageError(f"unknown parameter {key!r} for {type(config).__module__.rsplit('.', 1)[-1]}; "
                          f"valid parameters: {', '.join(names)}")
     if not isinstance(value, str):
         return tuple(value) if isinstance(value, list) else value
@@ -84,7 +84,7 @@ def coerce_override(config: Any, key: str, value: Any) -> Any:
         return number(value)
     except ValueError:
         kind = "an integer" if number is int else "a number"
-        raise ValueError(f"parameter {key}={value!r}: expected {kind} or a range like 20-30") from None
+        raise UsageError(f"parameter {key}={value!r}: expected {kind} or a range like 20-30") from None
 
 
 @dataclass(frozen=True)

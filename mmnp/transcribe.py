@@ -33,6 +33,8 @@ import json
 import re
 from typing import Any, Callable
 
+from mmnp.errors import UsageError
+
 MAX_CHARS = 200_000  # a transcription of the largest instance is under 10,000 characters
 _MAX_OBJECTS = 256  # '{' positions tried, from the end
 
@@ -239,4 +241,4 @@ def _group(task: str) -> str:
     for group, names in _GROUPS.items():
         if task in names:
             return group
-    raise KeyError(f"no transcription form for task {task!r}; forms exist for {', '.join(tasks())}")
+    raise UsageError(f"no transcription form for task {task!r}; forms exist for {', '.join(tasks())}")

@@ -16,6 +16,8 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
+from mmnp.errors import UsageError
+
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
 
@@ -42,7 +44,7 @@ def solve(model: cp_model.CpModel, time_limit: float) -> tuple[cp_model.CpSolver
     from ortools.sat.python import cp_model
 
     if not time_limit > 0:
-        raise ValueError(f"the exact solver's time limit must be positive, got {time_limit}")
+        raise UsageError(f"the exact solver's time limit must be positive, got {time_limit}")
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0

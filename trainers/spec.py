@@ -75,7 +75,12 @@ class TrainSpec(CurriculumSpec):
         values: dict[str, Any] = {}
         options: dict[str, Any] = {}
         if yaml_path is not None:
-            loaded = yaml.safe_load(Path(yaml_path).read_text()) or {}
+            try:
+                loaded = yaml.safe_load(Path(yaml_path).read_text()) or {}
+            except OSError as e:
+                raise UsageError(f"--config {yaml_path}: cannot be read ({e.strerror or e})") from None
+            except yaml.YAMLError as e:
+                raise UsageError(f"--config {yaml_path}: not valid YAML ({str(e).splitlines()[0]})") from None
             if not isinstance(loaded, dict):
                 raise UsageError(f"{yaml_path}: expected a mapping of settings")
             for key, value in loaded.items():
