@@ -47,6 +47,8 @@ class SolverBackend:
             start = time.perf_counter()
             try:
                 solution = self._solve(request, sampling)
+            except UsageError:  # a solver that does not exist: stop at once, not one failure per sample
+                raise
             except Exception as e:  # a baseline that cannot answer is a failed call, not a crash
                 emit(request, Completion(None, latency_s=time.perf_counter() - start, error=f"{type(e).__name__}: {e}"))
                 continue

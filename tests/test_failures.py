@@ -117,7 +117,7 @@ def test_unwritable_output_is_one_line(small_dataset, tmp_path):
     long_name = "solver:" + "h" * 300
     result = CliRunner().invoke(app, ["eval", "--model", long_name, "--data", str(small_dataset), *TASKS,
                                       "--output-path", str(tmp_path / "o")])
-    assert result.exit_code == 1 and "has no solver" in result.output  # a failed baseline, not an OSError
+    assert result.exit_code == 2 and "has no solver" in result.output  # an unknown solver, not an OSError
     assert len(next((tmp_path / "o").iterdir()).name) <= 100
 
 
