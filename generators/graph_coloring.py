@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
-from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 from mmnp.render import Canvas, class_colour
 
 
@@ -59,7 +59,7 @@ def prompt(data: dict) -> str:
 
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
-    from mmnp.verifiers.graph_coloring import as_mapping
+    from mmnp.generators.answers import as_mapping
 
     fill = None
     if solution is not None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas, class_colour
 
@@ -88,7 +88,7 @@ def prompt(data: dict) -> str:
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
     """The two halves in two colours, the edges across them in bold red."""
-    from mmnp.verifiers.min_bisection import halves
+    from mmnp.generators.answers import halves
 
     n = data["n"]
     fill, cut, heading = None, [], "Minimum bisection"

@@ -3,6 +3,8 @@ objective = number of distinct colours."""
 
 from __future__ import annotations
 
+from mmnp.generators.answers import as_mapping
+
 from mmnp.core import Violation, edge_str, violation
 from mmnp.parsing import ParseError, as_int, read_answer
 
@@ -27,12 +29,6 @@ def parse(text: str) -> list:
             raise ParseError("expected 'vertex: colour' pairs or a list of colours")
         return [[as_int(v, "vertex"), as_int(c, "colour")] for v, c in value]
     return [as_int(c, "colour") for c in value]
-
-
-def as_mapping(solution: list) -> dict[int, int]:
-    if solution and isinstance(solution[0], list):
-        return {v: c for v, c in solution}
-    return dict(enumerate(solution))
 
 
 def check(data: dict, solution: list) -> tuple[float | None, list[Violation]]:

@@ -3,6 +3,8 @@ objective = number of edges between the halves."""
 
 from __future__ import annotations
 
+from mmnp.generators.answers import halves
+
 from mmnp.core import Violation, violation
 from mmnp.parsing import ParseError, as_int, read_answer
 
@@ -26,12 +28,6 @@ def parse(text: str) -> list:
     if any(isinstance(x, list) for x in value):
         raise ParseError("expected one half as a list of vertex ids, or two halves as two lists")
     return [as_int(v, "vertex") for v in value]
-
-
-def halves(solution: list) -> tuple[list[int], list[int] | None]:
-    if len(solution) == 2 and all(isinstance(h, list) for h in solution):
-        return solution[0], solution[1]
-    return solution, None
 
 
 def check(data: dict, solution: list) -> tuple[float | None, list[Violation]]:
