@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import os
 import sys
@@ -17,7 +16,7 @@ from rich.table import Table
 
 from mmnp import clikit
 from mmnp.clikit import console, out_console, progress_bar, split_list, user_errors
-from mmnp.errors import DataError, RunError, UsageError
+from mmnp.errors import DataError, UsageError
 from mmnp.evaluation import cli as evaluation_cli
 from mmnp.export import export_command
 from mmnp.importers import import_command
@@ -42,21 +41,6 @@ def parse_params(params: list[str]) -> dict[str, str]:
     return out
 
 
-def file_errors(fn: Callable) -> Callable:
-    """An OSError (a folder that is a file, no permission, a full disk, a name too long) as one line."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except OSError as e:
-            where = e.filename or "a file"
-            raise RunError(f"cannot use {where}: {e.strerror or e}; check the path, its permissions and "
-                           "the free disk space") from None
-
-    return wrapper
-
-
 class Rate:
     """Instances per second, from the second progress tick on (the first has no interval)."""
 
@@ -75,7 +59,6 @@ class Rate:
 
 @app.command()
 @user_errors
-@file_errors
 def generate(
     out: Path = typer.Option(..., "--out", "-o", help="Output folder."),
     tasks: Optional[str] = typer.Option(None, help="Comma-separated task names, or 'all'. [default: all]"),
@@ -219,7 +202,6 @@ ALLOW_MODIFIED_HELP = "Use a dataset that differs from its manifest (edited on p
 
 @app.command()
 @user_errors
-@file_errors
 def verify(
     data: Path = typer.Option(..., help="Dataset folder written by `mmnp generate`."),
     id: str = typer.Option(..., "--id", help="Instance id, e.g. tsp-medium-0003."),
@@ -257,7 +239,6 @@ def verify(
 
 @app.command()
 @user_errors
-@file_errors
 def show(
     data: Path = typer.Option(..., help="Dataset folder written by `mmnp generate`."),
     id: str = typer.Option(..., "--id", help="Instance id."),

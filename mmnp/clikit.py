@@ -21,7 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from mmnp.errors import MMNPError
+from mmnp.errors import MMNPError, RunError
 
 console = Console(stderr=True, soft_wrap=True)
 out_console = Console()
@@ -31,15 +31,19 @@ DEBUG = False  # set by `mmnp --debug`: errors keep their traceback
 
 
 def user_errors(fn: Callable) -> Callable:
-    """Print a user's mistake or a refused input as one red line (exit 2 or 1), instead of a traceback."""
+    """Print a user's mistake, a refused input or an unusable path as one red line (exit 2 or 1),
+    instead of a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except USER_ERRORS as e:
+        except (*USER_ERRORS, OSError) as e:
             if DEBUG:
                 raise
+            if isinstance(e, OSError):  # a folder that is a file, no permission, a full disk, a name too long
+                e = RunError(f"cannot use {e.filename or 'a file'}: {e.strerror or e}; check the path, its "
+                             "permissions and the free disk space")
             message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
             console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
             raise typer.Exit(getattr(e, "exit_code", 2)) from None
