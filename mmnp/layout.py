@@ -104,23 +104,24 @@ def circle(n: int, geo: Geometry) -> np.ndarray:
 
 def spring(n: int, edges: np.ndarray, geo: Geometry, start: int, iterations: int = 30) -> np.ndarray:
     """A Fruchterman-Reingold placement fitted to the box, from a start that depends only
-    on (n, start): deterministic, and numpy-vectorised (a few ms at n = 50)."""
+    on (n, start): deterministic, and numpy-vectorised on complex coordinates (a couple
+    of ms at n = 50)."""
     rng = np.random.default_rng(1000 + start)
-    pos = rng.random((n, 2))
+    start_xy = rng.random((n, 2))
+    z = start_xy[:, 0] + 1j * start_xy[:, 1]
     adj = np.zeros((n, n))
     if len(edges):
         adj[edges[:, 0], edges[:, 1]] = adj[edges[:, 1], edges[:, 0]] = 1.0
     k = 1.0 / math.sqrt(n)
     temp = 0.1
     for _ in range(iterations):
-        delta = pos[:, None, :] - pos[None, :, :]
-        dist = np.maximum(np.hypot(delta[..., 0], delta[..., 1]), 0.01)
-        force = k * k / (dist * dist) - adj * dist / k
-        disp = (delta * force[..., None]).sum(1)
-        length = np.maximum(np.hypot(disp[:, 0], disp[:, 1]), 1e-9)
-        pos += disp * (np.minimum(length, temp) / length)[:, None]
+        delta = z[:, None] - z[None, :]
+        dist = np.maximum(np.abs(delta), 0.01)
+        disp = (delta * (k * k / (dist * dist) - adj * (dist / k))).sum(1)
+        length = np.maximum(np.abs(disp), 1e-9)
+        z = z + disp * (np.minimum(length, temp) / length)
         temp -= 0.1 / (iterations + 1)
-    return _fit(pos, geo)
+    return _fit(np.stack([z.real, z.imag], 1), geo)
 
 
 def _fit(pos: np.ndarray, geo: Geometry) -> np.ndarray:
@@ -133,45 +134,48 @@ def _fit(pos: np.ndarray, geo: Geometry) -> np.ndarray:
     return centre + (pos - (lo + hi) / 2) * scale
 
 
-def repair(pos: np.ndarray, edges: np.ndarray, geo: Geometry, rounds: int = 12) -> np.ndarray:
-    """Push vertices off edges that pass too close and apart from discs that crowd them."""
-    pos = pos.copy()
+def repair(pos: np.ndarray, edges: np.ndarray, geo: Geometry, rounds: int = 30) -> np.ndarray:
+    """Push vertices off edges that pass too close and apart from discs that crowd them
+    (complex coordinates: one array op per step of the geometry)."""
     n = len(pos)
+    z = pos[:, 0] + 1j * pos[:, 1]
     need_edge, need_disc = geo.radius + geo.margin + 1.5, 2 * geo.radius + geo.margin + 1.5
     x0, y0, x1, y1 = geo.box
-    lo = np.array([x0 + geo.radius + 0.5, y0 + geo.radius + 0.5])
-    hi = np.array([x1 - geo.radius - 0.5, y1 - geo.radius - 0.5])
+    lo_x, lo_y, hi_x, hi_y = x0 + geo.radius + 0.5, y0 + geo.radius + 0.5, x1 - geo.radius - 0.5, y1 - geo.radius - 0.5
+    tail, head = edges[:, 0], edges[:, 1]
+    rows = np.arange(len(edges))
+    not_self = np.eye(n) * 1e9
+
+    def pushes(at: np.ndarray, force: np.ndarray) -> np.ndarray:
+        return np.bincount(at, force.real, n) + 1j * np.bincount(at, force.imag, n)
+
     for _ in range(rounds):
-        moved = False
-        push = np.zeros_like(pos)
+        push = np.zeros(n, dtype=complex)
+        crowded = False
         if len(edges):
-            a, b = pos[edges[:, 0]], pos[edges[:, 1]]
-            ab = b - a
-            t = np.clip(((pos[None] - a[:, None]) * ab[:, None]).sum(2) / np.maximum((ab * ab).sum(1), 1e-9)[:, None], 0, 1)
-            away = pos[None] - (a[:, None] + t[..., None] * ab[:, None])
-            dist = np.maximum(np.hypot(away[..., 0], away[..., 1]), 1e-6)
-            dist[np.arange(len(edges)), edges[:, 0]] = np.inf
-            dist[np.arange(len(edges)), edges[:, 1]] = np.inf
+            a, ab = z[tail], z[head] - z[tail]
+            ap = z[None, :] - a[:, None]
+            t = np.clip((ap * ab.conj()[:, None]).real / np.maximum(np.abs(ab) ** 2, 1e-9)[:, None], 0, 1)
+            away = ap - t * ab[:, None]  # from each edge's closest point to each vertex
+            dist = np.maximum(np.abs(away), 1e-6)
+            dist[rows, tail] = dist[rows, head] = np.inf
             e_idx, w_idx = np.nonzero(dist < need_edge)
             if len(e_idx):
-                moved = True
-                deficit = (need_edge - dist[e_idx, w_idx])[:, None]
-                unit = away[e_idx, w_idx] / dist[e_idx, w_idx][:, None]
-                np.add.at(push, w_idx, unit * deficit * 0.7)
-                np.add.at(push, edges[e_idx, 0], -unit * deficit * 0.3)
-                np.add.at(push, edges[e_idx, 1], -unit * deficit * 0.3)
-        delta = pos[:, None, :] - pos[None, :, :]
-        d = np.hypot(delta[..., 0], delta[..., 1]) + np.eye(n) * 1e9
+                crowded = True
+                force = away[e_idx, w_idx] / dist[e_idx, w_idx] * (need_edge - dist[e_idx, w_idx])
+                push += pushes(w_idx, 0.7 * force) - pushes(tail[e_idx], 0.3 * force) - pushes(head[e_idx], 0.3 * force)
+        delta = z[:, None] - z[None, :]
+        d = np.abs(delta) + not_self
         i_idx, j_idx = np.nonzero(d < need_disc)
         if len(i_idx):
-            moved = True
-            deficit = (need_disc - d[i_idx, j_idx])[:, None] / 2
-            unit = delta[i_idx, j_idx] / np.maximum(d[i_idx, j_idx], 1e-6)[:, None]
-            np.add.at(push, i_idx, unit * deficit)
-        if not moved:
+            crowded = True
+            near = d[i_idx, j_idx]
+            push += pushes(i_idx, delta[i_idx, j_idx] / np.maximum(near, 1e-6) * (need_disc - near) / 2)
+        if not crowded:
             break
-        pos = np.clip(pos + push, lo, hi)
-    return pos
+        z = z + push
+        z = np.clip(z.real, lo_x, hi_x) + 1j * np.clip(z.imag, lo_y, hi_y)
+    return np.stack([z.real, z.imag], 1)
 
 
 def place(n: int, edges: list[list[int]] | np.ndarray, geo: Geometry) -> tuple[np.ndarray, bool]:

@@ -83,26 +83,35 @@ def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont | ImageFont.Im
     return ImageFont.truetype(path, size)
 
 
+_COVERAGE = [min(AA_LEVELS, (v * AA_LEVELS + 127) // 255) for v in range(256)]  # grey -> coverage level
+_FOOTPRINT = [0] + [255] * 255  # any coverage -> pasted
+
+
+@lru_cache(maxsize=None)
+def _shade_lut(colour: int, bg: int) -> tuple[int, ...]:
+    """Coverage level -> palette index: `bg`, the blends of `colour` over it, `colour`
+    (a solid colour from half coverage where no blend is in the palette)."""
+    ramp = _RAMP.get((colour, bg))
+    if ramp is None:
+        lut = [bg] + [bg if k < AA_LEVELS / 2 else colour for k in range(1, AA_LEVELS)] + [colour]
+    else:
+        lut = [bg] + [ramp + k - 1 for k in range(1, AA_LEVELS)] + [colour]
+    return tuple(lut + [colour] * (256 - len(lut)))
+
+
 @lru_cache(maxsize=50_000)
 def _text_tile(s: str, size: int, bold: bool, anchor: str, colour: int, bg: int) -> tuple[Image.Image, Image.Image, int, int]:
     """A string drawn once, anti-aliased, as a palette tile and its 1-bit footprint with
     its offset from the anchor point: labels repeat across images (ids, small numbers), and
-    pasting a tile is far cheaper than rasterising glyphs again. Partly covered pixels take
-    the blend of `colour` over `bg` (a solid colour where no blend is in the palette)."""
+    pasting a tile is far cheaper than rasterising glyphs again."""
     f = font(size, bold)
     left, top, right, bottom = f.getbbox(s, anchor=anchor)
     w, h = max(1, right - left), max(1, bottom - top)
     grey = Image.new("L", (w, h), 0)
     ImageDraw.Draw(grey).text((-left, -top), s, fill=255, font=f, anchor=anchor)
-    level = grey.point([min(AA_LEVELS, (v * AA_LEVELS + 127) // 255) for v in range(256)])
-    ramp = _RAMP.get((colour, bg))
-    if ramp is None:  # no blends for this pair: solid from half coverage
-        lut = [bg] + [bg if k < AA_LEVELS / 2 else colour for k in range(1, AA_LEVELS)] + [colour]
-    else:
-        lut = [bg] + [ramp + k - 1 for k in range(1, AA_LEVELS)] + [colour]
-    indices = level.point(lut + [colour] * (256 - len(lut)))
-    tile = Image.frombytes("P", (w, h), indices.tobytes())
-    footprint = level.point(lambda v: 255 if v else 0).convert("1")
+    level = grey.point(_COVERAGE)
+    tile = Image.frombytes("P", (w, h), level.point(list(_shade_lut(colour, bg))).tobytes())
+    footprint = level.point(_FOOTPRINT).convert("1")
     return tile, footprint, left, top
 
 
@@ -132,11 +141,26 @@ class Canvas:
 
     def text(self, xy: tuple[float, float], s: str, size: int = 14, colour: int = BLACK,
              anchor: str = "la", bold: bool = False, bg: int = WHITE) -> None:
-        """Anti-aliased text; `bg` is the fill it is drawn on (its edges blend into it)."""
-        tile, footprint, left, top = _text_tile(s, size, bold, anchor, colour, bg)
-        x, y = round(xy[0] + left), round(xy[1] + top)
-        self.image.paste(tile, (x, y), footprint)
+        """Anti-aliased text; `bg` is the fill it is drawn on (its edges blend into it).
+
+        Left-anchored text with spaces is laid word by word from cached word tiles: lines
+        that are unique to one picture (an edge list, a table row) are then made of tiles
+        every picture shares, which is what keeps rendering fast."""
+        if anchor[0] == "l" and " " in s:
+            x, space = xy[0], _text_width(" ", size, bold)
+            for word in s.split(" "):
+                if word:
+                    self._tile(x, xy[1], word, size, colour, anchor, bold, bg)
+                    x += _text_width(word, size, bold)
+                x += space
+        else:
+            self._tile(xy[0], xy[1], s, size, colour, anchor, bold, bg)
         self.smallest_font = size if self.smallest_font is None else min(self.smallest_font, size)
+
+    def _tile(self, x: float, y: float, s: str, size: int, colour: int, anchor: str, bold: bool, bg: int) -> None:
+        tile, footprint, left, top = _text_tile(s, size, bold, anchor, colour, bg)
+        x, y = round(x + left), round(y + top)
+        self.image.paste(tile, (x, y), footprint)
         if x < 0 or y < 0 or x + tile.width > self.width or y + tile.height > self.height:
             self.clipped.append(s)
 
@@ -145,9 +169,9 @@ class Canvas:
 
     def text_box(self, xy: tuple[float, float], s: str, size: int, anchor: str = "la",
                  bold: bool = False) -> tuple[float, float, float, float]:
-        """The box the text would cover, drawn at xy."""
-        left, top, right, bottom = font(size, bold).getbbox(s, anchor=anchor)
-        return (xy[0] + left, xy[1] + top, xy[0] + right, xy[1] + bottom)
+        """The box the text would cover, drawn at xy (from the cached tile: labels repeat)."""
+        tile, _, left, top = _text_tile(s, size, bold, anchor, BLACK, WHITE)
+        return (xy[0] + left, xy[1] + top, xy[0] + left + tile.width, xy[1] + top + tile.height)
 
     def line(self, points: Sequence[tuple[float, float]], colour: int = BLACK, width: int = MIN_STROKE) -> None:
         self.draw.line(list(points), fill=colour, width=max(MIN_STROKE, width))
@@ -223,21 +247,27 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
     """Columns of rows (long rows wrapped, continuation lines indented, a row never split
     across columns) with the fewest lines in the tallest column."""
     best = None
+    space = _text_width(" ", size, False)
+    indent = 4 * space
     for ncols in range(1, 6):
         col_w = (canvas_w - 2 * pad) / ncols - size
         blocks: list[list[str]] = []
+        too_wide = False
         for row in rows:
             head, *rest = row.split(" ")
-            block, line = [], head
-            for tok in rest:
-                if _text_width(line + " " + tok, size, False) > col_w and line.strip() != head:
+            block, line, width = [], head, _text_width(head, size, False)
+            for tok in rest:  # widths add up word by word, as `Canvas.text` lays them
+                grown = width + space + _text_width(tok, size, False)
+                if grown > col_w and line != head:
                     block.append(line)
-                    line = "    " + tok
+                    line, width = "    " + tok, indent + _text_width(tok, size, False)
                 else:
-                    line += " " + tok
+                    line, width = line + " " + tok, grown
+                too_wide |= width > col_w
+            too_wide |= width > col_w
             block.append(line)
             blocks.append(block)
-        if any(_text_width(line, size, False) > col_w for block in blocks for line in block):
+        if too_wide:
             continue
         target = math.ceil(sum(map(len, blocks)) / ncols)
         while True:

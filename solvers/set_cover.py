@@ -9,7 +9,7 @@ from mmnp.solvers import cpsat
 
 STEPS = 2500  # swaps per run of the local search, fewer on large instances
 RESTARTS = 3  # runs from the greedy cover, each with its own random stream
-PATIENCE = 1200  # swaps without a smaller cover before a run stops (at most 20 per subset)
+PATIENCE = 1200  # swaps without a smaller cover before a run stops (at most 5 per subset)
 WORK = 1_000_000_000  # matrix cells the local search may touch (bounds its time on large instances)
 
 
@@ -67,7 +67,7 @@ def _weighted_search(a: np.ndarray, cover: np.ndarray, steps: int, rng: np.rando
     weight = np.ones(a.shape[1], dtype=np.int64)
     banned = -1  # the subset just dropped may not come straight back
     since = 0
-    patience = min(PATIENCE, 20 * len(a))
+    patience = min(PATIENCE, 5 * len(a))
     for _ in range(steps):
         since += 1
         if not (count == 0).any():

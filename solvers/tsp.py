@@ -4,6 +4,8 @@ that stops at its limits."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from mmnp.solvers import cpsat
@@ -45,12 +47,28 @@ def heuristic(data: dict) -> list[int]:
         if length < best_len:
             since = 0
             best, best_len = tour, length
-    i = int(np.argmin(best))
-    return [int(c) for c in np.roll(best, -i)]
+    return [int(c) for c in _shift(best, int(np.argmin(best)))]
 
 
 def _length(d: np.ndarray, tour: np.ndarray) -> int:
-    return int(d[tour, np.roll(tour, -1)].sum())
+    return int(d[tour, _shift(tour, 1)].sum())
+
+
+def _shift(tour: np.ndarray, k: int) -> np.ndarray:
+    """`np.roll(tour, -k)`, without its generality's cost (the local search's hot path)."""
+    k %= len(tour)
+    return np.concatenate((tour[k:], tour[:k]))
+
+
+@lru_cache(maxsize=64)
+def _move_masks(n: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """The legal 2-opt pairs (i, j) and, per Or-opt segment length, the legal insertion
+    edges j for a segment starting at i: they depend only on n, so are built once."""
+    idx = np.arange(n)
+    two_opt = (idx[None, :] > idx[:, None] + 1) & ~((idx[:, None] == 0) & (idx[None, :] == n - 1))
+    offset = (idx[None, :] - idx[:, None]) % n
+    or_opt = tuple((offset >= seg) & (offset <= n - 2) for seg in (1, 2, 3))
+    return two_opt, or_opt
 
 
 def _double_bridge(tour: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -78,41 +96,40 @@ def _local_search(d: np.ndarray, tour: np.ndarray) -> np.ndarray:
     n = len(tour)
     if n < 5:
         return tour
-    idx = np.arange(n)
-    two_opt_ok = (idx[None, :] > idx[:, None] + 1) & ~((idx[:, None] == 0) & (idx[None, :] == n - 1))
+    two_opt_ok, or_opt_ok = _move_masks(n)
     while True:
-        a, b = tour, np.roll(tour, -1)
-        gain = d[a, b][:, None] + d[a, b][None, :] - d[a[:, None], a[None, :]] - d[b[:, None], b[None, :]]
+        a, b = tour, _shift(tour, 1)
+        ab = d[a, b]
+        gain = ab[:, None] + ab[None, :] - d[a[:, None], a[None, :]] - d[b[:, None], b[None, :]]
         gain = np.where(two_opt_ok, gain, 0)
         k = int(np.argmax(gain))
         if gain.flat[k] > 0:
             i, j = divmod(k, n)
             tour = np.concatenate([tour[: i + 1], tour[i + 1 : j + 1][::-1], tour[j + 1 :]])
             continue
-        moved = _or_opt(d, tour)
+        moved = _or_opt(d, tour, or_opt_ok)
         if moved is None:
             return tour
         tour = moved
 
 
-def _or_opt(d: np.ndarray, tour: np.ndarray) -> np.ndarray | None:
+def _or_opt(d: np.ndarray, tour: np.ndarray, legal: tuple[np.ndarray, ...]) -> np.ndarray | None:
     n = len(tour)
     best_gain, best_move = 0, None
-    pos = np.arange(n)
+    c, e, prev = tour, _shift(tour, 1), _shift(tour, -1)  # insertion edge (c_j, e_j)
+    ce = d[c, e][None, :]
+    d_c_from = d[c]  # d[c_j, x] as rows over j
     for seg in (1, 2, 3):
         first = tour
-        last = np.roll(tour, -(seg - 1))
-        prev = np.roll(tour, 1)
-        nxt = np.roll(tour, -seg)
+        last = _shift(tour, seg - 1)
+        nxt = _shift(tour, seg)
         removal = d[prev, first] + d[last, nxt] - d[prev, nxt]  # per segment start i
-        c, e = tour, np.roll(tour, -1)  # insertion edge (c_j, e_j)
-        forward = d[c[None, :], first[:, None]] + d[last[:, None], e[None, :]]
-        backward = d[c[None, :], last[:, None]] + d[first[:, None], e[None, :]]
-        insert = np.minimum(forward, backward) - d[c, e][None, :]
+        forward = d_c_from[:, first].T + d[last[:, None], e[None, :]]
+        backward = d_c_from[:, last].T + d[first[:, None], e[None, :]]
+        insert = np.minimum(forward, backward) - ce
         gain = removal[:, None] - insert
         # edge j must lie outside the segment and not be one of its two boundary edges
-        offset = (pos[None, :] - pos[:, None]) % n
-        gain = np.where((offset >= seg) & (offset <= n - 2), gain, 0)
+        gain = np.where(legal[seg - 1], gain, 0)
         k = int(np.argmax(gain))
         if gain.flat[k] > best_gain:
             i, j = divmod(k, n)
@@ -120,7 +137,7 @@ def _or_opt(d: np.ndarray, tour: np.ndarray) -> np.ndarray | None:
     if best_move is None:
         return None
     i, j, seg, reverse = best_move
-    order = np.roll(tour, -i)  # the segment is now order[:seg], edge j is at offset (j - i) % n
+    order = _shift(tour, i)  # the segment is now order[:seg], edge j is at offset (j - i) % n
     segment, rest = order[:seg], order[seg:]
     at = (j - i) % n - seg  # index in `rest` of the edge's first city
     if reverse:
