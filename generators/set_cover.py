@@ -84,14 +84,17 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     canvas = Canvas(size, size)
     canvas.text((size / 2, 10), f"Set cover: universe 1..{u}, {m} subsets", size=20, anchor="mt", bold=True)
     uncovered = {e for v in violations if v.kind == "uncovered_element" for e in v.where}
-    font = max(10, min(16, int(cell * 0.6)))
+    font = max(MIN_FONT, min(16, int(cell * 0.6)))
+    # element numbers too wide to stand apart in one row alternate between two rows
+    stagger = canvas.text_width(str(u), font) + font * 0.6 > cell
     x0 = label_w
     canvas.text((x0 - 8, top - 6), "element", size=font, colour=DARK_GREY, anchor="rb")
     for e in range(1, u + 1):
         x = x0 + (e - 1) * cell
         if e in uncovered:
             canvas.rect((x, top, x + cell, top + m * cell), fill=FAINT_RED)
-        canvas.text((x + cell / 2, top - 6), str(e), size=font, anchor="mb", colour=RED if e in uncovered else BLACK)
+        y = top - 6 - (round(font * 1.25) if stagger and e % 2 == 0 else 0)
+        canvas.text((x + cell / 2, y), str(e), size=font, anchor="mb", colour=RED if e in uncovered else BLACK)
     for i, members in enumerate(subsets):
         y = top + i * cell
         if i in chosen:

@@ -299,7 +299,7 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
     panel = None
     if not ok:
         # 3-digit labels (past 100 vertices, which only the rows below hold) get a wider disc
-        geo = Geometry(radius=round((15 if n <= 100 else 17) * scale, 2), margin=geo.margin, box=box)
+        geo = Geometry(radius=round((20 if n <= 100 else 22) * scale, 2), margin=geo.margin, box=box)
         pitch = 2 * geo.radius + geo.margin + 2
         ring = n * pitch / (2 * math.pi) + geo.radius + 2
         if 2 * ring <= size - top - 8 * scale:

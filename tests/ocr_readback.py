@@ -49,34 +49,47 @@ def downscaled(png: bytes, long_side: int | None) -> Image.Image:
     return img.resize((round(img.width * f), round(img.height * f)), Image.LANCZOS)
 
 
-def read_numbers(img: Image.Image) -> list[int]:
-    """The integers Tesseract reads, in reading order. The image is first enlarged to
-    ~2x the default size (Tesseract wants ~20 px glyphs; enlarging adds no information); a
-    picture taller than MAX_ASPECT (a big instance's grown canvas) by its width, so its text
-    is enlarged as much as a square picture's."""
-    f = 1536 / (img.width if img.height > MAX_ASPECT * img.width else max(img.size))
+def read_numbers(img: Image.Image, sparse: bool = False, scale: float | None = None) -> list[int]:
+    """The integers Tesseract reads, in reading order. The image is first enlarged (by
+    `scale`, or to ~2x the default size: Tesseract wants ~20 px glyphs; enlarging adds no
+    information); a picture taller than MAX_ASPECT by its width, so its text is enlarged as
+    much as a square picture's. `sparse`: scattered numbers, read as sparse text. A lone
+    letter O is read as the digit 0 (no picture has the word "O"; Tesseract often takes a
+    lone 0 for it)."""
+    f = scale or 1536 / (img.width if img.height > MAX_ASPECT * img.width else max(img.size))
     big = img.resize((round(img.width * f), round(img.height * f)), Image.LANCZOS)
     buf = io.BytesIO()
     big.save(buf, "PNG")
-    out = subprocess.run([TESSERACT, "stdin", "stdout", "--psm", "6"], input=buf.getvalue(),
-                         capture_output=True, check=True).stdout.decode()
+    out = subprocess.run([TESSERACT, "stdin", "stdout", "--psm", "11" if sparse else "6"],
+                         input=buf.getvalue(), capture_output=True, check=True).stdout.decode()
+    out = re.sub(r"(?<![A-Za-z])[Oo](?![A-Za-z])", "0", out)
     return [int(x) for x in re.findall(r"\d+", out)]
 
 
-def vertex_labels(img: Image.Image, layout: dict, scale: float) -> list[int]:
-    """The labels read from inside each vertex disc, in vertex order: the discs (found from
-    the stored layout) copied into a grid, ten a row, and read in one pass."""
+def vertex_labels(img: Image.Image, layout: dict, scale: float) -> Counter:
+    """The labels read from inside each vertex disc: the discs (found from the stored
+    layout) copied into a grid, ten a row, each ~60 px across, and read twice, as sparse
+    text and, binarised and spaced wider, as a block (Tesseract misses a few lone digits
+    either way, rarely the same ones); a label counts when either reading has it."""
     r = (layout["radius"] - 2.5) * scale  # inside the disc's outline
     cell = round(2 * r)
     n = len(layout["centres"])
     disc = Image.new("L", (cell, cell), 0)
     ImageDraw.Draw(disc).ellipse((0, 0, cell - 1, cell - 1), fill=255)
-    grid = Image.new("RGB", (10 * cell * 2, (n // 10 + 1) * cell * 2), "white")
-    for i, (x, y) in enumerate(layout["centres"]):
-        x0, y0 = round(x * scale - r), round(y * scale - r)
-        crop = img.crop((x0, y0, x0 + cell, y0 + cell))
-        grid.paste(crop, ((i % 10) * cell * 2 + cell // 2, (i // 10) * cell * 2 + cell // 2), disc)
-    return read_numbers(grid)
+    reads = Counter()
+    for gap, binarise in ((2, False), (3, True)):
+        grid = Image.new("RGB", (10 * cell * gap, (n // 10 + 1) * cell * gap), "white")
+        for i, (x, y) in enumerate(layout["centres"]):
+            x0, y0 = round(x * scale - r), round(y * scale - r)
+            crop = img.crop((x0, y0, x0 + cell, y0 + cell))
+            grid.paste(crop, ((i % 10) * cell * gap + cell // 2, (i // 10) * cell * gap + cell // 2), disc)
+        if binarise:
+            grid = grid.convert("L").resize((grid.width * 60 // cell, grid.height * 60 // cell), Image.LANCZOS)
+            grid = grid.point(lambda v: 0 if v < 128 else 255)
+            reads |= Counter(read_numbers(grid, scale=1.0))
+        else:
+            reads |= Counter(read_numbers(grid, sparse=True, scale=60 / cell))
+    return reads
 
 
 def recovered(task: str, data: dict, png: bytes, picture: dict, long_side: int | None) -> tuple[int, int]:
@@ -84,11 +97,16 @@ def recovered(task: str, data: dict, png: bytes, picture: dict, long_side: int |
     img = downscaled(png, long_side)
     if "edges" not in data:
         want = shown_numbers(task, data, picture)
-        return sum((want & Counter(read_numbers(img))).values()), sum(want.values())
+        read = Counter(read_numbers(img))
+        if task == "meeting_scheduling":  # the row labels are a column of their own: read it alone too
+            from mmnp.generators.meeting_scheduling import chart_left
+
+            scale = img.width / picture["width"]
+            read |= Counter(read_numbers(img.crop((0, 0, round(chart_left(data, picture["width"]) * scale), img.height))))
+        return sum((want & read).values()), sum(want.values())
     layout = picture["layout"]
     scale = img.width / picture["width"]
-    labels = vertex_labels(img, layout, scale)
-    found = sum((Counter(range(data["n"])) & Counter(labels)).values())
+    found = sum((Counter(range(data["n"])) & vertex_labels(img, layout, scale)).values())
     total = data["n"]
     if layout["adjacency_panel"]:
         want = Counter(int(x) for row in adjacency_rows(data["n"], data["edges"]) for x in re.findall(r"\d+", row))

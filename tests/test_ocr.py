@@ -11,9 +11,11 @@ from ocr_readback import LONG_SIDE, TESSERACT, recovered
 
 pytestmark = pytest.mark.skipif(TESSERACT is None, reason="needs Debian's tesseract-ocr (.ci/run installs it)")
 
-# the rate each kind of picture must reach: tables of numbers, then set cover's narrow
-# element headers and meeting pictures' mixed text, then lone digits in discs and edge lists
-BAR = {"tsp": 0.95, "knapsack": 0.95, "subset_sum": 0.95, "set_cover": 0.8, "meeting_scheduling": 0.65}
+# the rate each kind of picture must reach: tables of numbers and set cover's staggered
+# element headers, then meeting pictures' mixed text; graphs (lone digits in discs, edge
+# lists) take the default
+BAR = {"tsp": 0.97, "knapsack": 0.97, "subset_sum": 0.97, "set_cover": 0.97, "meeting_scheduling": 0.85}
+GRAPH_BAR = 0.95
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
@@ -21,14 +23,14 @@ def test_pictures_read_back_at_native_size(task, difficulty):
     inst = task.generate(difficulty, seed=0)
     png, picture = task.picture(inst)
     found, shown = recovered(task.name, inst.data, png, picture, None)
-    assert found / shown >= BAR.get(task.name, 0.7), f"{found}/{shown}"
+    assert found / shown >= BAR.get(task.name, GRAPH_BAR), f"{found}/{shown}"
 
 
 def test_pictures_read_back_at_512_px(task):
     inst = task.generate("medium", seed=0)
     png, picture = task.picture(inst)
     found, shown = recovered(task.name, inst.data, png, picture, LONG_SIDE)
-    assert found / shown >= BAR.get(task.name, 0.7), f"{found}/{shown}"
+    assert found / shown >= BAR.get(task.name, GRAPH_BAR), f"{found}/{shown}"
 
 
 @pytest.mark.parametrize("name", ["tsp", "knapsack"])
