@@ -103,8 +103,10 @@ def score(request_instance: Instance, modality: str, sample: int, completion: Co
     }
 
 
-def feedback(inst: Instance, record: dict) -> str:
-    """The verifier's verdict on a round's answer, sent back as the next user turn (--rounds)."""
+def feedback(record: dict) -> str:
+    """The verifier's verdict on a round's answer, sent back as the next user turn (--rounds).
+    A feasible answer hears only whether it beats, matches or falls short of the reference,
+    never the reference's objective: that number would be a target to aim at."""
     again = "Give your full answer again, in the same format as before."
     if not record["parsed"]:
         return f"Your answer could not be read: {record['parse_error'] or 'no answer found'}. {again}"
@@ -113,8 +115,8 @@ def feedback(inst: Instance, record: dict) -> str:
         return f"Your answer is not feasible. The verifier found:\n{named}\nFix it. {again}"
     ratio = record["ratio"]
     how = "beats" if ratio > 1 + 1e-9 else "matches" if ratio >= 1 - 1e-9 else "does not reach"
-    return (f"Your answer is feasible with objective {record['objective']}, which {how} the reference solution "
-            f"(objective {inst.reference_objective}). A better answer may exist: improve it if you can. {again}")
+    return (f"Your answer is feasible with objective {record['objective']}, which {how} the reference solution. "
+            f"A better answer may exist: improve it if you can. {again}")
 
 
 def round_record(record: dict, request: Request, rounds: int) -> dict:
@@ -128,7 +130,7 @@ def round_record(record: dict, request: Request, rounds: int) -> dict:
         return record
     best = record["feasible"] and (record["opt_ratio"] if record["opt_ratio"] is not None else 0) >= 1 - 1e-9
     record["per_round"] = [*previous, scores]
-    record["feedback"] = None if best or request.round >= rounds else feedback(request.instance, record)
+    record["feedback"] = None if best or request.round >= rounds else feedback(record)
     return record
 
 

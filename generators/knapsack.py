@@ -1,10 +1,12 @@
 """0/1 knapsack: items with integer weights and values; capacity just above a planted
-selection's weight."""
+selection's weight. `family` picks how values relate to weights: weakly correlated (the
+default, NP-Bench's), or one of Pisinger's classes that are hard for branch and bound and
+for CP-SAT once the numbers are large ("Where are the hard knapsack problems?", 2005)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -12,12 +14,20 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table, table_box_height
 
+FAMILIES = ("weak", "strong", "inverse_strong", "spanner", "profit_ceiling")
+SPANNER_ITEMS, SPANNER_MULTIPLIER = 2, 10  # Pisinger's spanner(2, 10)
+MAX_NUMBER = 10**9  # weights and values: their sums stay far inside 64-bit integers; the DP is bounded anyway
+
 
 @dataclass(frozen=True)
 class Config:
     n: tuple[int, int] | int = (23, 37)
-    max_weight: int = 50
-    max_value: int = 100
+    # how values relate to weights; added after the first datasets, so recorded only when set
+    # (they regenerate byte for byte; a text field draws no random number)
+    family: str = field(default="weak", metadata={"choices": FAMILIES, "recorded": "when_set"})
+    max_weight: int = field(default=50, metadata={"limit": MAX_NUMBER})
+    # the weak family's value range; the others derive values from weights
+    max_value: int = field(default=100, metadata={"limit": MAX_NUMBER})
     planted_fraction: float | tuple[float, float] = (0.3, 0.5)
 
 
@@ -39,17 +49,47 @@ IMAGE_PROMPT = (
 
 
 def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
-    """Weakly correlated items (value = weight x a factor in [0.6, 1.4]); the planted set
-    favours good value per weight, and the capacity is its weight plus a little slack."""
+    """Items of the chosen family; the planted set favours good value per weight, and the
+    capacity is its weight plus a little slack."""
     n, wmax, vmax = params["n"], params["max_weight"], params["max_value"]
-    weights = rng.integers(1, wmax + 1, size=n)
-    values = np.clip(np.round(weights * (vmax / wmax) * rng.uniform(0.6, 1.4, size=n)).astype(int), 1, vmax)
+    family = params.get("family", "weak")
+    if family == "weak":  # value = weight x a factor in [0.6, 1.4] (the random stream of every dataset so far)
+        weights = rng.integers(1, wmax + 1, size=n)
+        values = np.clip(np.round(weights * (vmax / wmax) * rng.uniform(0.6, 1.4, size=n)).astype(int), 1, vmax)
+    elif family in FAMILIES:
+        weights, values = pisinger(family, n, wmax, rng)
+    else:
+        raise ValueError(f"knapsack family {family!r}: expected one of {', '.join(FAMILIES)}")
     k = max(1, round(params["planted_fraction"] * n))
     score = values / weights * rng.uniform(0.7, 1.3, size=n)
     planted = sorted(int(i) for i in np.argsort(-score, kind="stable")[:k])
     capacity = int(weights[planted].sum() + rng.integers(0, max(2, wmax // 10)))
     data = {"capacity": capacity, "weights": [int(w) for w in weights], "values": [int(v) for v in values]}
     return data, planted
+
+
+def pisinger(family: str, n: int, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Weights and values of Pisinger's classes with data range `r` (weights in 1..r):
+    strong: value = weight + r/10; inverse_strong: weight = value + r/10; profit_ceiling:
+    value = 3 * ceil(weight / 3); spanner: every item a multiple (1..10) of one of two
+    strongly correlated "spanner" items. Their value per weight nearly ties, so bounds are
+    weak and many selections come within a few units of the optimum."""
+    if family == "strong":
+        weights = rng.integers(1, r + 1, size=n)
+        values = weights + r // 10
+    elif family == "inverse_strong":
+        weights = rng.integers(r // 10 + 1, r + 1, size=n)
+        values = weights - r // 10
+    elif family == "profit_ceiling":
+        weights = rng.integers(1, r + 1, size=n)
+        values = 3 * -(-weights // 3)
+    else:  # spanner
+        m = SPANNER_MULTIPLIER
+        base_w = rng.integers(1, max(1, r // m) + 1, size=SPANNER_ITEMS)
+        base_v = base_w + r // (10 * m)
+        which, times = rng.integers(0, SPANNER_ITEMS, size=n), rng.integers(1, m + 1, size=n)
+        weights, values = times * base_w[which], times * base_v[which]
+    return weights, values
 
 
 def prompt(data: dict) -> str:

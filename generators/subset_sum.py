@@ -1,10 +1,12 @@
 """Subset sum: numbers and a target that a planted subset hits exactly; use as many
-numbers as possible."""
+numbers as possible. Large numbers make it hard (Chvatal's hard sets are numbers of about n/2
+digits; `min_value` keeps every number near 10^k): the DP over sums no longer fits, almost no
+other subset hits the target, and proving that no larger subset does is hard for CP-SAT."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -12,11 +14,16 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table, table_box_height
 
+MAX_VALUE = 10**15  # sums of a hundred such numbers stay far inside CP-SAT's and numpy's 64-bit integers
+
 
 @dataclass(frozen=True)
 class Config:
     n: tuple[int, int] | int = (8, 12)
-    max_value: int = 100
+    # numbers are drawn from min_value..max_value; min_value came after the first datasets, so it
+    # is recorded only when set (they regenerate byte for byte; a scalar draws no random number)
+    min_value: int = field(default=1, metadata={"recorded": "when_set", "limit": MAX_VALUE})
+    max_value: int = field(default=100, metadata={"limit": MAX_VALUE})
     planted_fraction: float | tuple[float, float] = (0.3, 0.6)
 
 
@@ -37,8 +44,11 @@ IMAGE_PROMPT = (
 
 
 def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
-    n, vmax = params["n"], params["max_value"]
-    numbers = [int(x) for x in rng.integers(1, vmax + 1, size=n)]
+    n, vmin, vmax = params["n"], params.get("min_value", 1), params["max_value"]
+    if not 1 <= vmin <= vmax <= MAX_VALUE:
+        raise ValueError(f"subset_sum min_value={vmin}, max_value={vmax}: expected 1 <= min_value <= max_value "
+                         f"<= {MAX_VALUE}")
+    numbers = [int(x) for x in rng.integers(vmin, vmax + 1, size=n)]
     k = max(1, min(n - 1, round(params["planted_fraction"] * n)))
     planted = sorted(int(i) for i in rng.choice(n, size=k, replace=False))
     return {"numbers": numbers, "target": sum(numbers[i] for i in planted)}, planted

@@ -19,7 +19,7 @@ import os
 import re
 import signal
 import sys
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator
 
@@ -102,11 +102,17 @@ class GenerateSpec:
                 self._check_size(name, config)
 
     def _check_size(self, task: str, config: Any) -> None:
-        """Refuse a --param far beyond every preset (n=1000000 would run out of memory, not fail)."""
+        """Refuse a --param far beyond every preset (n=1000000 would run out of memory, not fail);
+        a field whose size costs no memory (how large the numbers are) states its own `limit`."""
         presets = get_task(task).presets.values()
+        limits = {f.name: f.metadata.get("limit") for f in fields(config)}
         for key in self.overrides(task):
-            ceiling = max((_top(getattr(p, key)) for p in presets), default=0)
             value = _top(getattr(config, key))
+            if limits[key] is not None:
+                if value > limits[key]:
+                    raise UsageError(f"--param {key}={_num(value)} is too large for {task}: at most {limits[key]:_}")
+                continue
+            ceiling = max((_top(getattr(p, key)) for p in presets), default=0)
             if ceiling > 0 and value > PARAM_HEADROOM * ceiling:
                 raise UsageError(f"--param {key}={_num(value)} is too large for {task}: at most "
                                  f"{_num(PARAM_HEADROOM * ceiling)} ({PARAM_HEADROOM} x its largest preset value)")

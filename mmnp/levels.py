@@ -43,12 +43,22 @@ LEVELS: dict[str, tuple[str | dict[str, Any], ...]] = {
         {"n": (50, 65), "density": 0.18}, {"n": (65, 80), "density": 0.16}, {"n": (80, 100), "density": 0.14},
         {"n": (100, 125), "density": 0.12}, {"n": (125, 150), "density": 0.1}, {"n": (150, 180), "density": 0.09},
     ),
+    # past bench: Pisinger's strongly correlated items (value = weight + max_weight/10), then
+    # inversely strongly correlated ones (weight = value + max_weight/10), with numbers large
+    # enough (10^5 and up) that CP-SAT's presolve no longer settles them and must search. These
+    # families derive values from weights: max_value states the largest value they reach. The
+    # inverse family plants fewer items: its best value per weight are the heaviest, and 30-50%
+    # of them would leave a capacity that half the items at random fit.
     "knapsack": (
-        {"n": (8, 12)}, "easy", "medium", "hard",
-        {"n": (60, 80)}, {"n": (80, 110), "max_weight": 100, "max_value": 200},
-        {"n": (110, 150), "max_weight": 200, "max_value": 400}, {"n": (150, 200), "max_weight": 500, "max_value": 1000},
-        {"n": (200, 260), "max_weight": 1000, "max_value": 2000},
-        {"n": (260, 320), "max_weight": 1000, "max_value": 2000},
+        {"n": (8, 12)}, "easy", "medium", "hard", {"n": (60, 80)},
+        {"n": (80, 110), "family": "strong", "max_weight": 100_000, "max_value": 110_000},
+        {"n": (110, 150), "family": "strong", "max_weight": 1_000_000, "max_value": 1_100_000},
+        {"n": (150, 200), "family": "inverse_strong", "max_weight": 1_000_000, "max_value": 900_000,
+         "planted_fraction": (0.2, 0.35)},
+        {"n": (200, 260), "family": "inverse_strong", "max_weight": 1_000_000, "max_value": 900_000,
+         "planted_fraction": (0.2, 0.35)},
+        {"n": (260, 320), "family": "inverse_strong", "max_weight": 10_000_000, "max_value": 9_000_000,
+         "planted_fraction": (0.2, 0.35)},
     ),
     "longest_cycle": (
         {"n": (8, 12), "density": 0.3}, "easy", "medium", "hard",
@@ -70,10 +80,14 @@ LEVELS: dict[str, tuple[str | dict[str, Any], ...]] = {
         {"universe": (50, 65), "subsets": (45, 60)}, {"universe": (65, 80), "subsets": (60, 75)},
         {"universe": (80, 100), "subsets": (75, 90)}, {"universe": (100, 120), "subsets": (90, 110)},
     ),
+    # past bench: numbers of 5 to 12 digits (at most 40 of them, which the exact meet-in-the-middle
+    # heuristic handles): hardly any other subset hits the target, and CP-SAT must prove that
+    # no larger one does
     "subset_sum": (
-        {"n": (4, 6)}, "easy", "medium", "hard",
-        {"n": (15, 20), "max_value": 200}, {"n": (20, 25), "max_value": 500}, {"n": (25, 30), "max_value": 1000},
-        {"n": (30, 40), "max_value": 2000}, {"n": (40, 50), "max_value": 5000}, {"n": (50, 60), "max_value": 10000},
+        {"n": (4, 6)}, "easy", "medium", "hard", {"n": (15, 20), "max_value": 200},
+        {"n": (20, 24), "min_value": 10**4, "max_value": 10**5}, {"n": (24, 28), "min_value": 10**5, "max_value": 10**6},
+        {"n": (28, 32), "min_value": 10**7, "max_value": 10**8}, {"n": (32, 36), "min_value": 10**9, "max_value": 10**10},
+        {"n": (36, 40), "min_value": 10**11, "max_value": 10**12},
     ),
     "min_bisection": (
         {"n": (10, 16), "p_in": (0.3, 0.4)}, "easy", "medium", "hard",
@@ -155,8 +169,12 @@ def parse_levels(spec: str) -> list[str]:
 
 
 def describe(config: Any) -> str:
-    """A Config as one short line: `n=35-45, density=0.4`."""
-    fmt = lambda v: f"{v[0]}-{v[1]}" if isinstance(v, (list, tuple)) else str(v)  # noqa: E731
+    """A Config as one short line: `n=35-45, density=0.4, max_weight=100_000` (large integers
+    grouped as Python and `--param` write them)."""
+    def one(v: Any) -> str:
+        return f"{v:_}" if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10_000 else str(v)
+
+    fmt = lambda v: f"{one(v[0])}-{one(v[1])}" if isinstance(v, (list, tuple)) else one(v)  # noqa: E731
     return ", ".join(f"{f.name}={fmt(getattr(config, f.name))}" for f in dataclasses.fields(config))
 
 

@@ -67,15 +67,30 @@ def sample_params(config: Any, rng: np.random.Generator) -> dict:
     return params
 
 
+def recorded_params(config: Any, params: dict) -> dict:
+    """The parameters an instance record shows: all of them, except a field marked
+    `metadata={"recorded": "when_set"}` while it has its default. Parameters added to a task
+    after its datasets were published are marked so, and those datasets regenerate byte for byte."""
+    quiet = {f.name: f.default for f in dataclasses.fields(config) if f.metadata.get("recorded") == "when_set"}
+    return {k: v for k, v in params.items() if not (k in quiet and v == quiet[k])}
+
+
 def coerce_override(config: Any, key: str, value: Any) -> Any:
-    """Turn a CLI string ("25", "20-30", "0.3") into the type of the config field `key`."""
-    names = [f.name for f in dataclasses.fields(config)]
-    if key not in names:
+    """Turn a CLI string ("25", "20-30", "0.3", "strong") into the type of the config field `key`
+    (a text field with `metadata={"choices": ...}` takes one of those)."""
+    fields = {f.name: f for f in dataclasses.fields(config)}
+    if key not in fields:
         raise UsageError(f"unknown parameter {key!r} for {type(config).__module__.rsplit('.', 1)[-1]}; "
-                         f"valid parameters: {', '.join(names)}")
+                         f"valid parameters: {', '.join(fields)}")
+    current = getattr(config, key)
+    if isinstance(current, str):  # a text field: one of its declared choices
+        choices = fields[key].metadata.get("choices")
+        if not isinstance(value, str) or (choices is not None and value not in choices):
+            raise UsageError(f"parameter {key}={value!r}: expected "
+                             + (f"one of {', '.join(choices)}" if choices is not None else "a text"))
+        return value
     if not isinstance(value, str):
         return tuple(value) if isinstance(value, list) else value
-    current = getattr(config, key)
     number = float if isinstance(current, float) or (isinstance(current, tuple) and isinstance(current[0], float)) else int
     try:
         if "-" in value.strip("-"):
@@ -127,7 +142,8 @@ class Task:
                  optimal: bool = False, time_limit: float = DEFAULT_TIME_LIMIT, **overrides: Any) -> Instance:
         """A seeded instance with its prompts and references (the exact one when `optimal`)."""
         rng = self.rng(difficulty, seed)
-        params = sample_params(self.config(difficulty, **overrides), rng)
+        config = self.config(difficulty, **overrides)
+        params = sample_params(config, rng)
         data, planted = self.generator.generate(params, rng)
         heuristic = self.solver.heuristic(data)
         reference: dict[str, Any] = {"heuristic": self._reference(data, heuristic), "optimal": None}
@@ -155,7 +171,7 @@ class Task:
             task=self.name,
             difficulty=difficulty,
             seed=seed,
-            params=params,
+            params=recorded_params(config, params),
             data=data,
             hash=content_hash(self.name, data),
             prompt=self.generator.prompt(data),

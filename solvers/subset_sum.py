@@ -1,5 +1,6 @@
 """Subset sum: exact DP over sums keeping the most numbers per sum (NP-Bench's reference)
-where its table fits, else a short CP-SAT run; CP-SAT exact."""
+where its table fits, else an exact meet-in-the-middle search over the subsets of each half
+(few numbers, large values), else an exchange search; CP-SAT exact."""
 
 from __future__ import annotations
 
@@ -9,20 +10,57 @@ from mmnp.solvers import cpsat
 
 
 DP_CELLS = 20_000_000  # the DP's n x (target + 1) choice table, one byte a cell
+MITM_MAX = 40  # meet in the middle lists 2^(n/2) subset sums per half: 2^20 at most
 RESTARTS = 200  # random refills tried by the large-instance search
 
 
 def heuristic(data: dict) -> list[int]:
-    """The exact DP when its table fits in DP_CELLS, else `exchange_search` (bounded memory)."""
-    if len(data["numbers"]) * (data["target"] + 1) > DP_CELLS:
-        return exchange_search(data)
-    return dp(data)
+    """The exact DP when its table fits in DP_CELLS, else the exact `meet_in_the_middle` for
+    up to MITM_MAX numbers, else `exchange_search` (all bounded in memory)."""
+    if len(data["numbers"]) * (data["target"] + 1) <= DP_CELLS:
+        return dp(data)
+    if len(data["numbers"]) <= MITM_MAX:
+        return meet_in_the_middle(data)
+    return exchange_search(data)
+
+
+def _subset_sums(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sum and size of every subset of `values`; entry i is the subset whose bit j is set
+    when values[j] is in it."""
+    sums, sizes = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int8)
+    for x in values:
+        sums, sizes = np.concatenate([sums, sums + x]), np.concatenate([sizes, sizes + 1])
+    return sums, sizes
+
+
+def meet_in_the_middle(data: dict) -> list[int]:
+    """Exact (Horowitz-Sahni): every subset sum of each half; for each sum of the first half,
+    the largest subset of the second with the rest of the target. O(2^(n/2) n) time and memory,
+    whatever the numbers' size."""
+    v = np.asarray(data["numbers"], dtype=np.int64)
+    target, half = int(data["target"]), len(v) // 2
+    left_sums, left_sizes = _subset_sums(v[:half])
+    right_sums, right_sizes = _subset_sums(v[half:])
+    # per distinct right-half sum, its largest subset (sorted by sum, then size descending)
+    order = np.lexsort((-right_sizes, right_sums))
+    right_sums, right_sizes, right_ids = right_sums[order], right_sizes[order], order
+    first = np.flatnonzero(np.r_[True, right_sums[1:] != right_sums[:-1]])
+    right_sums, right_sizes, right_ids = right_sums[first], right_sizes[first], right_ids[first]
+    need = target - left_sums
+    at = np.minimum(np.searchsorted(right_sums, need), len(right_sums) - 1)
+    hit = right_sums[at] == need
+    if not hit.any():
+        raise RuntimeError(f"subset_sum: no subset of the {len(v)} numbers sums to {target}")
+    total = np.where(hit, left_sizes.astype(np.int64) + right_sizes[at], -1)
+    best = int(np.argmax(total))
+    mask_left, mask_right = best, int(right_ids[at[best]])
+    return [j for j in range(half) if mask_left >> j & 1] + [half + j for j in range(len(v) - half) if mask_right >> j & 1]
 
 
 def exchange_search(data: dict) -> list[int]:
     """Greedy fills (smallest numbers first, then random orders) closed to the exact target by
     one exchange of up to two numbers in for up to two out, found by hashing pair sums.
-    O(n^2) per restart; raises when no restart closes the gap (CP-SAT is slower still there)."""
+    O(n^2) per restart; raises ValueError when no restart closes the gap (CP-SAT is slower still there)."""
     v = np.asarray(data["numbers"], dtype=np.int64)
     target = int(data["target"])
     rng = np.random.default_rng(0)
@@ -38,8 +76,10 @@ def exchange_search(data: dict) -> list[int]:
         if fixed is not None:
             return sorted(int(i) for i in np.flatnonzero(fixed))
         order = rng.permutation(len(v))
-    raise RuntimeError(f"subset_sum: no subset summing to {target} found among {len(v)} numbers "
-                       f"(the exact DP needs {len(v) * (target + 1)} cells, over DP_CELLS)")
+    # a ValueError: generation reports it as parameters it cannot serve (one line), not a crash
+    raise ValueError(f"subset_sum: the heuristic found no subset summing to {target} among {len(v)} numbers (the "
+                     f"exact DP would need {len(v) * (target + 1)} cells, over {DP_CELLS}, and the exact meet in "
+                     f"the middle takes at most {MITM_MAX} numbers): use fewer or smaller numbers")
 
 
 def _close_gap(v: np.ndarray, chosen: np.ndarray, gap: int) -> np.ndarray | None:

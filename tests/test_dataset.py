@@ -115,6 +115,29 @@ def test_param_overrides_reach_the_instances(tmp_path):
             assert max(inst.data["weights"]) <= 20
 
 
+def test_hard_family_params_pass_the_size_guard_and_reach_the_instances(tmp_path):
+    """Number magnitudes cost no memory: they have their own limit instead of 10 x the presets'
+    (which still caps n); an unknown family and numbers no heuristic serves fail in one line."""
+    spec = GenerateSpec(tasks=("knapsack", "subset_sum"), difficulties=("easy",), count=2, seed=0, images=False,
+                        optimal=False, params={"knapsack.family": "spanner", "knapsack.max_weight": "1_000_000",
+                                               "subset_sum.min_value": str(10**9), "subset_sum.max_value": str(10**10)})
+    generate_dataset(tmp_path / "ok", spec)
+    for inst in load_dataset(tmp_path / "ok"):
+        if inst.task == "knapsack":
+            assert inst.params["family"] == "spanner" and max(inst.data["weights"]) > 1000
+        else:
+            assert all(10**9 <= x <= 10**10 for x in inst.data["numbers"])
+    for params, words in (({"subset_sum.max_value": str(10**16)}, "at most 1_000_000_000_000_000"),
+                          ({"subset_sum.n": "1000"}, "10 x its largest preset value"),
+                          ({"knapsack.family": "hard"}, "expected one of weak, strong")):
+        with pytest.raises(UsageError, match=words):
+            GenerateSpec(tasks=("knapsack", "subset_sum"), difficulties=("easy",), count=1, seed=0, params=params)
+    too_many = GenerateSpec(tasks=("subset_sum",), difficulties=("easy",), count=1, seed=0, images=False, optimal=False,
+                            params={"n": "60", "min_value": str(10**11), "max_value": str(10**12)})
+    with pytest.raises(UsageError, match="subset_sum-easy-0000: .*use fewer or smaller numbers"):
+        generate_dataset(tmp_path / "bad", too_many)
+
+
 def test_readme_states_the_canonical_benchmark_hash(tmp_path):
     """The preset's benchmark_hash depends only on ids and instance data, so it can be
     checked without images or exact solving; the README must quote the real one."""

@@ -41,6 +41,29 @@ def test_sizes_grow_with_the_level(task):
     assert ranges[-1][0] > 2 * ranges[NAMED["hard"] - 1][0], "the top level should be far beyond hard"
 
 
+@pytest.mark.parametrize("name", ["knapsack", "subset_sum"])
+def test_upper_levels_make_cp_sat_search_where_medium_needs_none(name):
+    """CP-SAT's presolve settles medium with no search; L8's hard families (large, nearly tied
+    numbers) leave it searching and unproven within the same deterministic time."""
+    task = mmnp.get_task(name)
+    low = task.generate("medium", 0, optimal=True, time_limit=0.3).hardness
+    high = task.generate("L8", 0, optimal=True, time_limit=0.3).hardness
+    assert low["proven"] and low["num_branches"] == 0
+    assert not high["proven"] and high["num_branches"] > 1000 and high["deterministic_time"] >= 0.3
+
+
+def test_knapsack_and_subset_sum_ladder_rows_state_the_numbers_they_draw():
+    """`mmnp tasks --levels` is truthful: every level's numbers lie within the ranges it shows."""
+    knapsack, subset_sum = mmnp.get_task("knapsack"), mmnp.get_task("subset_sum")
+    for level in range(1, TOP + 1):
+        config, data = knapsack.config(f"L{level}"), knapsack.generate(f"L{level}", 0).data
+        assert max(data["weights"]) <= config.max_weight and max(data["values"]) <= config.max_value, level
+        config, data = subset_sum.config(f"L{level}"), subset_sum.generate(f"L{level}", 0).data
+        assert config.min_value <= min(data["numbers"]) and max(data["numbers"]) <= config.max_value, level
+    rows = {r["level"]: r["text"] for r in ladder_rows([knapsack])}
+    assert "family=inverse_strong, max_weight=10_000_000" in rows["L10"] and "family=weak" in rows["L4"]
+
+
 def test_parse_levels():
     assert parse_levels("1-3,7") == ["L1", "L2", "L3", "L7"]
     assert parse_levels("L4, bench,2,4") == ["L4", "L5", "L2"]

@@ -76,9 +76,33 @@ def test_knapsack_falls_back_to_greedy_when_the_table_would_not_fit(monkeypatch)
         assert not violations and objective >= 0.98 * best
 
 
+def test_subset_sum_meet_in_the_middle_is_exact_where_the_dp_does_not_fit(monkeypatch):
+    """Few numbers of many digits (the upper levels): the DP's table is out of reach, and meet
+    in the middle must still find the largest subset hitting the target (checked by brute force)."""
+    import itertools
+
+    task = get_task("subset_sum")
+    monkeypatch.setattr(subset_sum, "dp", lambda data: pytest.fail("the DP ran over its cell budget"))
+    for seed in range(4):
+        data = task.generate("hard", seed, min_value=10**11, max_value=10**12).data
+        numbers, target = data["numbers"], data["target"]
+        best = max(k for k in range(len(numbers) + 1) for c in itertools.combinations(range(len(numbers)), k)
+                   if sum(numbers[i] for i in c) == target)
+        objective, violations = task.verifier.check(data, subset_sum.heuristic(data))
+        assert not violations and objective == best
+    # more numbers than one subset can hit by chance: several subsets of different sizes do
+    rng = np.random.default_rng(0)
+    numbers = [int(x) for x in rng.integers(1, 40, size=14)]
+    data = {"numbers": numbers, "target": sum(numbers) // 2}
+    best = max(k for k in range(15) for c in itertools.combinations(range(14), k)
+               if sum(numbers[i] for i in c) == data["target"])
+    assert len(subset_sum.meet_in_the_middle(data)) == best
+
+
 def test_subset_sum_falls_back_to_an_exchange_search(monkeypatch):
     task = get_task("subset_sum")
     monkeypatch.setattr(subset_sum, "DP_CELLS", 0)
+    monkeypatch.setattr(subset_sum, "MITM_MAX", 0)
     monkeypatch.setattr(subset_sum, "dp", lambda data: pytest.fail("the DP ran over its cell budget"))
     for seed in range(10):
         data = task.generate("hard", seed, max_value=10_000_000).data

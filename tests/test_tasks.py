@@ -102,3 +102,47 @@ def test_overrides_and_their_errors():
         task.generate("extreme")
     with pytest.raises(KeyError, match="unknown task 'tspp'; registered tasks: tsp"):
         mmnp.get_task("tspp")
+
+
+def test_knapsack_families_have_pisinger_structure():
+    """Each family relates values to weights as Pisinger defines it (r = max_weight)."""
+    task = mmnp.get_task("knapsack")
+    r = 1000
+    for family, holds in (
+        ("strong", lambda w, v: v == w + r // 10),
+        ("inverse_strong", lambda w, v: w == v + r // 10),
+        ("profit_ceiling", lambda w, v: v == 3 * -(-w // 3)),
+    ):
+        data = task.generate("medium", 0, family=family, max_weight=r).data
+        assert all(holds(w, v) for w, v in zip(data["weights"], data["values"])), family
+        assert max(data["weights"]) <= r
+    data = task.generate("medium", 0, family="spanner", max_weight=r).data
+    # every item is a multiple (1..10) of one of two spanner items with value = weight + r/100
+    bases = set()
+    for w, v in zip(data["weights"], data["values"]):
+        base = next((w // a, v // a) for a in range(10, 0, -1) if w % a == 0 and v % a == 0
+                    and v // a == w // a + r // 100 and w // a <= r // 10)
+        bases.add(base)
+    assert len(bases) <= 2 and max(data["weights"]) <= r
+
+
+def test_knapsack_default_family_is_the_old_stream_and_is_not_recorded():
+    """The default family draws exactly what the generator drew before families existed (the
+    published datasets regenerate), and records name the family only when it is set."""
+    task = mmnp.get_task("knapsack")
+    default, weak = task.generate("hard", 4), task.generate("hard", 4, family="weak")
+    assert default.data == weak.data and "family" not in default.params
+    strong = task.generate("hard", 4, family="strong")
+    assert strong.params["family"] == "strong" and strong.data["values"] != default.data["values"]
+    with pytest.raises(ValueError, match="expected one of weak, strong"):
+        task.generate("hard", 4, family="hard")
+
+
+def test_subset_sum_min_value_keeps_numbers_near_a_power_of_ten():
+    task = mmnp.get_task("subset_sum")
+    inst = task.generate("hard", 2, min_value=10**8, max_value=10**9 - 1)
+    assert all(10**8 <= x < 10**9 for x in inst.data["numbers"]) and inst.params["min_value"] == 10**8
+    plain = task.generate("hard", 2)
+    assert "min_value" not in plain.params and plain.data == task.generate("hard", 2, min_value=1).data
+    with pytest.raises(ValueError, match="min_value <= max_value"):
+        task.generate("hard", 2, min_value=500)
