@@ -8,6 +8,8 @@
    tiny model's natural short answers, where the extra no-grad forward that exact group
    terms need is a visible share of a step, and with completions forced to
    --completion-length tokens, the regime of reasoning models, where generation dominates.
+   Wall seconds, and the process's CPU seconds: on a shared machine other people's load
+   adds wall time unevenly across runs, but barely moves CPU time (one torch thread).
 2. Completions scored per second by each reward function on `medium` instances, on one
    core (target: >= 20,000/s), with a realistic mix of right, wrong and unparsable answers.
 3. `--verifications`: verifier calls per completion in a training step, per algorithm
@@ -31,21 +33,24 @@ from mmnp.trainers.train import build_trainer
 
 
 class StepTimer(TrainerCallback):
+    """Wall and CPU seconds of each optimisation step."""
+
     def __init__(self) -> None:
-        self.times: list[float] = []
-        self._start = 0.0
+        self.times: list[tuple[float, float]] = []
+        self._start = (0.0, 0.0)
 
     def on_step_begin(self, args, state, control, **kwargs):
-        self._start = time.perf_counter()
+        self._start = (time.perf_counter(), time.process_time())
 
     def on_step_end(self, args, state, control, **kwargs):
-        self.times.append(time.perf_counter() - self._start)
+        self.times.append((time.perf_counter() - self._start[0], time.process_time() - self._start[1]))
 
 
-def step_times(model: str, steps: int, completion_length: int, forced: bool, rounds: int = 2) -> dict[str, float]:
-    """Median step time per algorithm; `rounds` alternating passes, the lowest median kept
-    (the machine's other load only ever adds time)."""
-    out: dict[str, float] = {}
+def step_times(model: str, steps: int, completion_length: int, forced: bool,
+               rounds: int = 2) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) step time per algorithm; `rounds` alternating passes, the lowest
+    medians kept (the machine's other load only ever adds time)."""
+    out: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for algo in [a for _ in range(rounds) for a in ("grpo", "dmpo", "progrpo", "flowrl")]:
             spec = TrainSpec(algo=algo, model=model, output_dir=str(Path(tmp) / algo), tasks="knapsack,tsp,max_clique",
@@ -59,8 +64,8 @@ def step_times(model: str, steps: int, completion_length: int, forced: bool, rou
             timer = StepTimer()
             trainer.add_callback(timer)
             trainer.train()
-            median = statistics.median(timer.times[1:])
-            out[algo] = min(out.get(algo, median), median)
+            median = tuple(statistics.median(t[i] for t in timer.times[1:]) for i in (0, 1))
+            out[algo] = tuple(map(min, out.get(algo, median), median))
     return out
 
 
@@ -146,11 +151,12 @@ def main() -> None:
             model = str(write_tiny_model(Path(tmp) / "tiny", warm_steps=100))
         for forced, length in ((False, 64), (True, args.completion_length)):
             times = step_times(model, args.steps, length, forced)
-            base = times["grpo"]
+            wall_base, cpu_base = times["grpo"]
             what = f"exactly {length}" if forced else f"<= {length} (the tiny model stops early)"
             print(f"seconds per training step (median of {args.steps - 1}; 16 completions of {what} tokens):")
-            for algo, t in times.items():
-                print(f"  {algo:>8}: {t:.3f} s  ({100 * (t / base - 1):+.1f}% vs GRPO)")
+            for algo, (wall, cpu) in times.items():
+                print(f"  {algo:>8}: {wall:.3f} s  ({100 * (wall / wall_base - 1):+.1f}% vs GRPO)   "
+                      f"CPU {cpu:.3f} s  ({100 * (cpu / cpu_base - 1):+.1f}% vs GRPO)")
 
 
 if __name__ == "__main__":

@@ -62,6 +62,20 @@ def test_graph_coloring_mapping_form_and_colour_names():
     assert task.verifier.canonical(a.solution) == task.verifier.canonical(b.solution)
 
 
+def test_min_bisection_split_reads_alike_from_one_half_or_both():
+    task = mmnp.get_task("min_bisection")
+    inst = task.generate("medium", seed=3)
+    half = inst.reference["heuristic"]["solution"]
+    other = [v for v in range(inst.data["n"]) if v not in half]
+    verdicts = [task.verify(inst, f"Answer: {answer}") for answer in (half, [half, other], [other, half])]
+    assert all(v.feasible and v.objective == inst.reference["heuristic"]["objective"] for v in verdicts)
+    assert len({task.verifier.canonical(v.solution) for v in verdicts}) == 1
+    short = task.verify(inst, f"Answer: {[half, other[:3]]}")  # sizes count each half as given
+    assert short.kinds == {"missing_vertex", "unbalanced"}
+    assert f"the halves have {len(half)} and 3 vertices" in next(
+        v.message for v in short.violations if v.kind == "unbalanced")
+
+
 def _brute_force_cover(data):
     n = data["n"]
     for k in range(n + 1):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmnp.core import Violation, edge_str, id_check, prepared, violation
-from mmnp.parsing import parse_int_list
+from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
 VIOLATION_KINDS = {
     "unknown_vertex": "an id that is not a vertex",
@@ -11,9 +11,7 @@ VIOLATION_KINDS = {
     "not_adjacent": "two chosen vertices not joined by an edge",
 }
 
-
-def parse(text: str) -> list[int]:
-    return parse_int_list(text, "vertex")
+parse = parser("vertex")
 
 
 def check(data: dict, clique: list[int]) -> tuple[float | None, list[Violation]]:
@@ -28,11 +26,3 @@ def check(data: dict, clique: list[int]) -> tuple[float | None, list[Violation]]
     if violations:
         return None, violations
     return len(clique), []
-
-
-def canonical(clique: list[int]) -> tuple[int, ...]:
-    return tuple(sorted(clique))
-
-
-def format(clique: list[int]) -> str:
-    return str(sorted(clique))
