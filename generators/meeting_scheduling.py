@@ -214,6 +214,10 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
         y += row
     y += 10 * s
     canvas.text((8 * s, y), "Meetings", size=font + 1, bold=True)
-    draw_table(canvas, (8 * s, y + font + 8 * s, size - 8 * s, height - 6 * s), table_header, table_rows,
+    table_top = y + font + 8 * s
+    draw_table(canvas, (8 * s, table_top, size - 8 * s, height - 6 * s), table_header, table_rows,
                max_font=font + 2, min_font=MIN_FONT)
+    # where the time axis and the table are, so anyone can check the picture: a time t is at
+    # x = left + (t - day start) / (day length) * (right - left)
+    canvas.layout = {"time_axis": [round(left, 2), round(right, 2)], "table_top": round(table_top, 2)}
     return canvas

@@ -134,9 +134,14 @@ def _fit(pos: np.ndarray, geo: Geometry) -> np.ndarray:
     return centre + (pos - (lo + hi) / 2) * scale
 
 
+HOPELESS_AFTER = 10  # repair rounds after which more crowdings than vertices end the attempt
+
+
 def repair(pos: np.ndarray, edges: np.ndarray, geo: Geometry, rounds: int = 30) -> np.ndarray:
     """Push vertices off edges that pass too close and apart from discs that crowd them
-    (complex coordinates: one array op per step of the geometry)."""
+    (complex coordinates: one array op per step of the geometry). A placement still
+    crowded at more points than it has vertices after HOPELESS_AFTER rounds is given up
+    (on the presets such placements never came clean; the edge list is cheaper)."""
     n = len(pos)
     z = pos[:, 0] + 1j * pos[:, 1]
     need_edge, need_disc = geo.radius + geo.margin + 1.5, 2 * geo.radius + geo.margin + 1.5
@@ -149,9 +154,9 @@ def repair(pos: np.ndarray, edges: np.ndarray, geo: Geometry, rounds: int = 30) 
     def pushes(at: np.ndarray, force: np.ndarray) -> np.ndarray:
         return np.bincount(at, force.real, n) + 1j * np.bincount(at, force.imag, n)
 
-    for _ in range(rounds):
+    for round_ in range(rounds):
         push = np.zeros(n, dtype=complex)
-        crowded = False
+        crowded = 0
         if len(edges):
             a, ab = z[tail], z[head] - z[tail]
             ap = z[None, :] - a[:, None]
@@ -160,18 +165,18 @@ def repair(pos: np.ndarray, edges: np.ndarray, geo: Geometry, rounds: int = 30) 
             dist = np.maximum(np.abs(away), 1e-6)
             dist[rows, tail] = dist[rows, head] = np.inf
             e_idx, w_idx = np.nonzero(dist < need_edge)
+            crowded += len(e_idx)
             if len(e_idx):
-                crowded = True
                 force = away[e_idx, w_idx] / dist[e_idx, w_idx] * (need_edge - dist[e_idx, w_idx])
                 push += pushes(w_idx, 0.7 * force) - pushes(tail[e_idx], 0.3 * force) - pushes(head[e_idx], 0.3 * force)
         delta = z[:, None] - z[None, :]
         d = np.abs(delta) + not_self
         i_idx, j_idx = np.nonzero(d < need_disc)
+        crowded += len(i_idx)
         if len(i_idx):
-            crowded = True
             near = d[i_idx, j_idx]
             push += pushes(i_idx, delta[i_idx, j_idx] / np.maximum(near, 1e-6) * (need_disc - near) / 2)
-        if not crowded:
+        if not crowded or (round_ == HOPELESS_AFTER and crowded > n):
             break
         z = z + push
         z = np.clip(z.real, lo_x, hi_x) + 1j * np.clip(z.imag, lo_y, hi_y)

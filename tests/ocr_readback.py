@@ -98,11 +98,11 @@ def recovered(task: str, data: dict, png: bytes, picture: dict, long_side: int |
     if "edges" not in data:
         want = shown_numbers(task, data, picture)
         read = Counter(read_numbers(img))
-        if task == "meeting_scheduling":  # the row labels are a column of their own: read it alone too
-            from mmnp.generators.meeting_scheduling import chart_left
-
+        if task == "meeting_scheduling":  # also read region by region: the row labels, then the table
             scale = img.width / picture["width"]
-            read |= Counter(read_numbers(img.crop((0, 0, round(chart_left(data, picture["width"]) * scale), img.height))))
+            left, top = round(picture["layout"]["time_axis"][0] * scale), round(picture["layout"]["table_top"] * scale)
+            read |= (Counter(read_numbers(img.crop((0, 0, left, top))))
+                     + Counter(read_numbers(img.crop((0, top, img.width, img.height)))))
         return sum((want & read).values()), sum(want.values())
     layout = picture["layout"]
     scale = img.width / picture["width"]
