@@ -14,8 +14,8 @@ the conformance tests from the layout stored in each record:
 - `outside`: every disc lies inside the drawing box.
 
 Layouts tried, in order, all deterministic: vertices on a circle (enough for sparse
-graphs), then a few force-directed placements (seeded from the graph itself) nudged by a
-repair pass that pushes vertices off the edges passing too close.
+graphs), then up to three force-directed placements (small graphs get more), each
+nudged by a repair pass that pushes vertices off the edges passing too close.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 MIN_ANGLE = 7.0  # degrees between two edges at one vertex
-SPRING_STARTS = 1  # force-directed placements tried before falling back to the panel
-MAX_DENSITY = 2.6  # edges per vertex beyond which no placement is tried: the panel it is
+MAX_STARTS = 3  # force-directed placements tried, at most, before falling back to the panel
+START_WORK = 4000  # vertex x (edges + vertices) a graph may cost per extra start: small graphs get more
+MAX_DENSITY = 2.6  # edges per vertex beyond which one placement is not worth trying: the panel it is
+MAX_DENSITY_SMALL = 3.5  # the same for a graph small enough for several starts
 
 
 @dataclass(frozen=True)
@@ -191,8 +193,11 @@ def place(n: int, edges: list[list[int]] | np.ndarray, geo: Geometry) -> tuple[n
     e = np.asarray(edges, dtype=np.intp).reshape(-1, 2)
     best, best_bad = None, None
     candidates = [lambda: circle(n, geo)]
-    if len(e) <= MAX_DENSITY * n:
-        candidates += [lambda s=s: repair(spring(n, e, geo, s), e, geo) for s in range(SPRING_STARTS)]
+    # placements cost ~ rounds x vertices x (edges + vertices): small graphs, where each is
+    # cheap, get several starts and are tried at a higher density (generation stays fast)
+    starts = max(1, min(MAX_STARTS, START_WORK // max(1, n * (len(e) + n))))
+    if len(e) <= (MAX_DENSITY_SMALL if starts > 1 else MAX_DENSITY) * n:
+        candidates += [lambda s=s: repair(spring(n, e, geo, s), e, geo) for s in range(starts)]
     for make in candidates:
         pos = make()
         bad = sum(faults(pos, e, geo).values())
