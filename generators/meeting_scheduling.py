@@ -127,16 +127,6 @@ def prompt(data: dict) -> str:
     )
 
 
-def chart_left(data: dict, size: int) -> float:
-    """Where the timelines start: right of the widest row label ("Room 0 (5 seats)",
-    "Ana (0)"), so the labels form a column of their own (what a reader scans first)."""
-    s = size / DEFAULT_SIZE
-    font = max(MIN_FONT, round(16 * s))
-    labels = [f"Room {j} ({r['capacity']} seats)" for j, r in enumerate(data["rooms"])]
-    labels += [f"{p['name']} ({i})" for i, p in enumerate(data["people"])]
-    return 8 * s + max(text_width(label, font) for label in labels) + 10 * s
-
-
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
     """Availability timelines per person on a ticked 30-minute grid (every window starts
     and ends on a labelled tick), a Gantt row per room (the answer's bookings, when given),
@@ -146,7 +136,9 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     day0, day1 = (minutes(t) for t in data["day"])
     font = max(MIN_FONT, round(16 * s))
     tick_font = max(MIN_FONT, round(15 * s))
-    left = chart_left(data, size)
+    labels = [f"Room {j} ({r['capacity']} seats)" for j, r in enumerate(rooms)]
+    labels += [f"{p['name']} ({i})" for i, p in enumerate(people)]
+    left = 8 * s + max(text_width(label, font) for label in labels) + 10 * s
     right = size - 24 * s
     x_of = lambda t: left + (t - day0) / (day1 - day0) * (right - left)  # noqa: E731
     table_rows = len(meetings) + 1

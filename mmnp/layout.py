@@ -30,6 +30,7 @@ MAX_STARTS = 3  # force-directed placements tried, at most, before falling back 
 START_WORK = 4000  # vertex x (edges + vertices) a graph may cost per extra start: small graphs get more
 MAX_DENSITY = 2.6  # edges per vertex beyond which one placement is not worth trying: the panel it is
 MAX_DENSITY_SMALL = 3.5  # the same for a graph small enough for several starts
+HOPELESS_AFTER = 10  # repair rounds after which more crowdings than vertices end the attempt
 
 
 @dataclass(frozen=True)
@@ -134,9 +135,6 @@ def _fit(pos: np.ndarray, geo: Geometry) -> np.ndarray:
     scale = min((x1 - x0 - 2 * pad) / span[0], (y1 - y0 - 2 * pad) / span[1])
     centre = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
     return centre + (pos - (lo + hi) / 2) * scale
-
-
-HOPELESS_AFTER = 10  # repair rounds after which more crowdings than vertices end the attempt
 
 
 def repair(pos: np.ndarray, edges: np.ndarray, geo: Geometry, rounds: int = 30) -> np.ndarray:

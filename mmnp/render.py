@@ -260,12 +260,12 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
                 grown = width + space + _text_width(tok, size, False)
                 if grown > col_w and line != head:
                     block.append(line)
+                    too_wide |= width > col_w
                     line, width = "    " + tok, indent + _text_width(tok, size, False)
                 else:
                     line, width = line + " " + tok, grown
-                too_wide |= width > col_w
-            too_wide |= width > col_w
             block.append(line)
+            too_wide |= width > col_w
             blocks.append(block)
         if too_wide:
             continue
