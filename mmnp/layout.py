@@ -42,33 +42,40 @@ class Geometry:
     box: tuple[float, float, float, float]  # (x0, y0, x1, y1) the discs must stay inside
 
 
-def faults(pos: np.ndarray, edges: np.ndarray, geo: Geometry) -> dict[str, int]:
-    """How many times each invariant is broken (all zero: the drawing is unambiguous)."""
+def faults(pos: np.ndarray, edges: np.ndarray, geo: Geometry, first: bool = False) -> dict[str, int]:
+    """How many times each invariant is broken (all zero: the drawing is unambiguous).
+
+    `first`: stop at the first kind found broken (what choosing a layout needs; the
+    cheapest checks go first)."""
     n = len(pos)
     r, m = geo.radius, geo.margin
     x0, y0, x1, y1 = geo.box
-    out = {"clearance": 0, "overlap": 0, "angle": 0, "outside": 0}
+    out = {"outside": 0, "overlap": 0, "clearance": 0, "angle": 0}
     out["outside"] = int(((pos[:, 0] < x0 + r) | (pos[:, 0] > x1 - r) | (pos[:, 1] < y0 + r)
                           | (pos[:, 1] > y1 - r)).sum())
+    if first and out["outside"]:
+        return out
+    z = pos[:, 0] + 1j * pos[:, 1]
     if n > 1:
-        d = np.hypot(*(pos[:, None, :] - pos[None, :, :]).transpose(2, 0, 1))
-        out["overlap"] = int((d[np.triu_indices(n, 1)] < 2 * r + m).sum())
+        out["overlap"] = int((np.abs(z[:, None] - z[None, :])[np.triu_indices(n, 1)] < 2 * r + m).sum())
+        if first and out["overlap"]:
+            return out
     if len(edges):
-        dist = _segment_distances(pos, edges)
-        out["clearance"] = int((dist < r + m).sum())
+        out["clearance"] = int((_segment_distances(pos, edges) < r + m).sum())
+        if first and out["clearance"]:
+            return out
         out["angle"] = int((_min_angles(pos, edges) < math.radians(MIN_ANGLE)).sum())
     return out
 
 
 def _segment_distances(pos: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """(E, n) distances from each vertex to each edge's segment; inf for its own endpoints."""
-    a, b = pos[edges[:, 0]], pos[edges[:, 1]]
-    ab = b - a
-    length2 = np.maximum((ab * ab).sum(1), 1e-9)
-    ap = pos[None, :, :] - a[:, None, :]
-    t = np.clip((ap * ab[:, None, :]).sum(2) / length2[:, None], 0.0, 1.0)
-    closest = a[:, None, :] + t[:, :, None] * ab[:, None, :]
-    dist = np.hypot(*(pos[None, :, :] - closest).transpose(2, 0, 1))
+    """(E, n) distances from each vertex to each edge's segment; inf for its own endpoints
+    (on complex coordinates: one array op per step of the geometry)."""
+    z = pos[:, 0] + 1j * pos[:, 1]
+    a, ab = z[edges[:, 0]], z[edges[:, 1]] - z[edges[:, 0]]
+    ap = z[None, :] - a[:, None]
+    t = np.clip((ap * ab.conj()[:, None]).real / np.maximum(np.abs(ab) ** 2, 1e-9)[:, None], 0.0, 1.0)
+    dist = np.abs(ap - t * ab[:, None])
     rows = np.arange(len(edges))
     dist[rows, edges[:, 0]] = np.inf
     dist[rows, edges[:, 1]] = np.inf
@@ -183,13 +190,10 @@ def repair(pos: np.ndarray, edges: np.ndarray, geo: Geometry, rounds: int = 30) 
     return np.stack([z.real, z.imag], 1)
 
 
-def place(n: int, edges: list[list[int]] | np.ndarray, geo: Geometry) -> tuple[np.ndarray, bool]:
-    """Vertex centres and whether they satisfy every invariant (False: add the panel).
-
-    Without a valid layout the candidate with the fewest faults is returned, for a drawing
-    that the adjacency panel backs up."""
+def place(n: int, edges: list[list[int]] | np.ndarray, geo: Geometry) -> np.ndarray | None:
+    """Vertex centres satisfying every invariant, or None: no layout tried does (the
+    picture then needs the adjacency panel)."""
     e = np.asarray(edges, dtype=np.intp).reshape(-1, 2)
-    best, best_bad = None, None
     candidates = [lambda: circle(n, geo)]
     # placements cost ~ rounds x vertices x (edges + vertices): small graphs, where each is
     # cheap, get several starts and are tried at a higher density (generation stays fast)
@@ -198,9 +202,6 @@ def place(n: int, edges: list[list[int]] | np.ndarray, geo: Geometry) -> tuple[n
         candidates += [lambda s=s: repair(spring(n, e, geo, s), e, geo) for s in range(starts)]
     for make in candidates:
         pos = make()
-        bad = sum(faults(pos, e, geo).values())
-        if bad == 0:
-            return pos, True
-        if best_bad is None or bad < best_bad:
-            best, best_bad = pos, bad
-    return best, False
+        if not any(faults(pos, e, geo, first=True).values()):
+            return pos
+    return None

@@ -100,10 +100,10 @@ def _shade_lut(colour: int, bg: int) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=50_000)
-def _text_tile(s: str, size: int, bold: bool, anchor: str, colour: int, bg: int) -> tuple[Image.Image, Image.Image, int, int]:
-    """A string drawn once, anti-aliased, as a palette tile and its 1-bit footprint with
-    its offset from the anchor point: labels repeat across images (ids, small numbers), and
-    pasting a tile is far cheaper than rasterising glyphs again."""
+def _text_tile(s: str, size: int, bold: bool, anchor: str, colour: int, bg: int) -> tuple:
+    """A string drawn once, anti-aliased, as a palette tile and its 1-bit footprint (their
+    pixel cores, pasted directly), its offset from the anchor point and its size: labels repeat across images (ids, small numbers), and pasting a tile
+    is far cheaper than rasterising glyphs again."""
     f = font(size, bold)
     left, top, right, bottom = f.getbbox(s, anchor=anchor)
     w, h = max(1, right - left), max(1, bottom - top)
@@ -112,7 +112,7 @@ def _text_tile(s: str, size: int, bold: bool, anchor: str, colour: int, bg: int)
     level = grey.point(_COVERAGE)
     tile = Image.frombytes("P", (w, h), level.point(list(_shade_lut(colour, bg))).tobytes())
     footprint = level.point(_FOOTPRINT).convert("1")
-    return tile, footprint, left, top
+    return tile.im, footprint.im, left, top, w, h
 
 
 @lru_cache(maxsize=50_000)
@@ -133,6 +133,7 @@ class Canvas:
         self.image = Image.new("P", (width, height), WHITE)
         self.image.putpalette(_PALETTE)
         self.draw = ImageDraw.Draw(self.image)
+        self._pixels = self.image.im  # pasted into directly: Image.paste's checks cost more than the paste
         self.layout: dict | None = None  # where a graph picture put its vertices (see GraphDrawing)
         # what the legibility checks read back: the smallest font drawn and the strings drawn
         # (partly) off the canvas, which a picture must never have
@@ -158,10 +159,10 @@ class Canvas:
         self.smallest_font = size if self.smallest_font is None else min(self.smallest_font, size)
 
     def _tile(self, x: float, y: float, s: str, size: int, colour: int, anchor: str, bold: bool, bg: int) -> None:
-        tile, footprint, left, top = _text_tile(s, size, bold, anchor, colour, bg)
+        tile, footprint, left, top, w, h = _text_tile(s, size, bold, anchor, colour, bg)
         x, y = round(x + left), round(y + top)
-        self.image.paste(tile, (x, y), footprint)
-        if x < 0 or y < 0 or x + tile.width > self.width or y + tile.height > self.height:
+        self._pixels.paste(tile, (x, y, x + w, y + h), footprint)
+        if x < 0 or y < 0 or x + w > self.width or y + h > self.height:
             self.clipped.append(s)
 
     def text_width(self, s: str, size: int, bold: bool = False) -> float:
@@ -170,8 +171,8 @@ class Canvas:
     def text_box(self, xy: tuple[float, float], s: str, size: int, anchor: str = "la",
                  bold: bool = False) -> tuple[float, float, float, float]:
         """The box the text would cover, drawn at xy (from the cached tile: labels repeat)."""
-        tile, _, left, top = _text_tile(s, size, bold, anchor, BLACK, WHITE)
-        return (xy[0] + left, xy[1] + top, xy[0] + left + tile.width, xy[1] + top + tile.height)
+        left, top, w, h = _text_tile(s, size, bold, anchor, BLACK, WHITE)[2:]
+        return (xy[0] + left, xy[1] + top, xy[0] + left + w, xy[1] + top + h)
 
     def line(self, points: Sequence[tuple[float, float]], colour: int = BLACK, width: int = MIN_STROKE) -> None:
         self.draw.line(list(points), fill=colour, width=max(MIN_STROKE, width))
@@ -295,8 +296,8 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
     top = round(38 * scale)
     box = (8 * scale, top, size - 8 * scale, size - 8 * scale)
     geo = graph_geometry(n, box, scale)
-    pos, ok = place(n, edges, geo)
-    panel = None
+    pos = place(n, edges, geo)
+    ok, panel = pos is not None, None
     if not ok:
         # 3-digit labels (past 100 vertices, which only the rows below hold) get a wider disc
         geo = Geometry(radius=round((20 if n <= 100 else 22) * scale, 2), margin=geo.margin, box=box)
