@@ -285,13 +285,32 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
     return best
 
 
+def _disc_arrangements(n: int, geo: Geometry, size: int, top: float) -> list[tuple[np.ndarray, Geometry]]:
+    """Where a panel picture's discs can go: on a ring (when one fits in the width), and in
+    rows in id order (more compact: a ring's middle is empty). Without lines, either shows
+    only the vertex ids; the one leaving the edge list the larger font is used."""
+    pitch = 2 * geo.radius + geo.margin + 2
+    x0, _, x1, _ = geo.box
+    out = []
+    ring = n * pitch / (2 * math.pi) + geo.radius + 2
+    if 2 * ring <= size - top - x0:
+        box = (size / 2 - ring, top, size / 2 + ring, top + 2 * ring)
+        ring_geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
+        out.append((np.round(circle(n, ring_geo), 2), ring_geo))
+    per_row = int((x1 - x0) // pitch)
+    cell = (x1 - x0) / per_row
+    box = (x0, top, x1, top + math.ceil(n / per_row) * cell)
+    centres = [(x0 + cell * (i % per_row + 0.5), top + cell * (i // per_row + 0.5)) for i in range(n)]
+    out.append((np.round(centres, 2), Geometry(radius=geo.radius, margin=geo.margin, box=box)))
+    return out
+
+
 def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple[Canvas, GraphDrawing]:
     """The canvas and vertex placement of a graph picture (edges not drawn yet).
 
     A layout meeting every invariant in `mmnp.layout` gets a square canvas; a graph too
-    dense for one gets its labelled vertices on a circle (in rows, past what a circle in the
-    width holds), without edge lines, and the edge list under them (the panel is then what
-    determines the instance)."""
+    dense for one gets its labelled vertices on a ring or in rows, without edge lines, and
+    the edge list under them (the panel is then what determines the instance)."""
     scale = size / DEFAULT_SIZE
     top = round(38 * scale)
     box = (8 * scale, top, size - 8 * scale, size - 8 * scale)
@@ -301,21 +320,14 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
     if not ok:
         # 3-digit labels (past 100 vertices, which only the rows below hold) get a wider disc
         geo = Geometry(radius=round((20 if n <= 100 else 22) * scale, 2), margin=geo.margin, box=box)
-        pitch = 2 * geo.radius + geo.margin + 2
-        ring = n * pitch / (2 * math.pi) + geo.radius + 2
-        if 2 * ring <= size - top - 8 * scale:
-            side = 2 * ring
-            box = (size / 2 - side / 2, top, size / 2 + side / 2, top + side)
-            geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
-            pos = np.round(circle(n, geo), 2)
-        else:  # too many vertices for one ring in the width (about 60): rows of discs, in id order
-            per_row = int((box[2] - box[0]) // pitch)
-            cell = (box[2] - box[0]) / per_row
-            box = (box[0], top, box[2], top + math.ceil(n / per_row) * cell)
-            geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
-            pos = np.round([(box[0] + cell * (i % per_row + 0.5), top + cell * (i // per_row + 0.5))
-                            for i in range(n)], 2)
-        panel, height = text_panel(size, adjacency_rows(n, edges), box[3] + 12 * scale)
+        rows = adjacency_rows(n, edges)
+        best = None
+        for pos_, geo_ in _disc_arrangements(n, geo, size, top):
+            panel_, height_ = text_panel(size, rows, geo_.box[3] + 12 * scale)
+            key = panel_[1] / max(size, height_)  # the list's font relative to the long side
+            if best is None or key > best[0]:
+                best = (key, pos_, geo_, panel_, height_)
+        _, pos, geo, panel, height = best
     else:
         height = size
     canvas = Canvas(size, height)
@@ -366,17 +378,24 @@ def draw_graph(
 
 def text_panel(width: float, rows: list[str], top: float) -> tuple[tuple, int]:
     """Where a list of "head: a, b, c" rows goes under `top`, and the canvas height it
-    needs: in up to five columns, the largest font (18 px at the default size, never under
-    MIN_FONT) that keeps the canvas within MAX_ASPECT; with more rows than that holds,
-    MIN_FONT and a canvas as tall as the rows need (the stated fallback for big instances)."""
+    needs: in up to five columns, at the font (18 px at the default size down to MIN_FONT)
+    that is largest relative to the canvas's long side, which is what a client's downscale
+    to a fixed long side keeps (a bigger font that makes the canvas taller still can read
+    smaller), within MAX_ASPECT; with more rows than that holds, MIN_FONT and a canvas as
+    tall as the rows need (the stated fallback for big instances)."""
     scale = width / DEFAULT_SIZE
+    best = None
     for font_size in range(max(MIN_FONT, round(18 * scale)), MIN_FONT - 1, -1):
         per, col_w, cols = _panel_layout(width, rows, font_size, 12 * scale)
         line_h = round(font_size * 1.35)
         height = math.ceil(top + 2 * line_h + per * line_h + 10 * scale)
-        if height <= MAX_ASPECT * width:
+        fits = height <= MAX_ASPECT * width
+        key = (fits, font_size / max(width, height))
+        if best is None or key > best[0]:
+            best = (key, (top, font_size, line_h, col_w, cols), height)
+        if height <= width:  # square: a smaller font only reads smaller
             break
-    return (top, font_size, line_h, col_w, cols), height
+    return best[1], best[2]
 
 
 def draw_panel(canvas: Canvas, panel: tuple, title: str) -> None:

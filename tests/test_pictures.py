@@ -56,6 +56,21 @@ def test_adjacency_rows_list_each_edge_once_under_its_smaller_end():
     assert adjacency_rows(5, [[3, 1], [1, 4], [0, 2]]) == ["0: 2", "1: 3, 4"]
 
 
+@pytest.mark.parametrize("difficulty", ["medium", "hard"])
+def test_the_edge_list_stays_legible_after_a_downscale_to_512_px(difficulty):
+    """A ring of discs leaves its middle empty and made hard graphs' pictures up to 1.5x
+    taller, so a client's downscale to a 512 px long side shrank the 14 px list to ~6 px;
+    the discs in rows and the font chosen against the long side keep it at 10 px or more."""
+    for task in mmnp.list_tasks():
+        for seed in range(6):
+            data = task.generate(difficulty, seed=seed).data
+            if "edges" not in data:
+                break
+            canvas, drawing = graph_canvas(data["n"], data["edges"], DEFAULT_SIZE, "title")
+            if drawing.panel is not None:
+                assert drawing.panel[1] * 512 / max(canvas.width, canvas.height) >= 10, (task.name, seed)
+
+
 def test_faults_catch_an_edge_under_a_vertex_and_crowded_edges():
     geo = layout.Geometry(radius=15, margin=4, box=(0, 0, 400, 400))
     pos = np.array([[50.0, 200.0], [350.0, 200.0], [200.0, 210.0], [200.0, 60.0]])
