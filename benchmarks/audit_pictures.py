@@ -1,7 +1,8 @@
 """The pictures' audit figures: how many drawn edges run under a vertex they do not touch
 (the picture suggests an edge that is not there), before (picture version 1: every graph
 on one circle, straight chords under opaque discs) and now; how many pictures carry the
-edge-list panel; and Tesseract's read-back rates at native size and at a 512 px long side.
+edge-list panel; and how many of the numbers each picture shows Tesseract reads back in
+their place, at native size and at a 512 px long side, with the items it misses.
 
     python benchmarks/audit_pictures.py [--count 30] [--ocr 2]
 
@@ -71,24 +72,31 @@ def main() -> None:
                   f"{100 * panels / args.count:6.0f}%", flush=True)
     if not args.ocr:
         return
-    from ocr_readback import LONG_SIDE, TESSERACT, recovered
+    from ocr_readback import LONG_SIDE, TESSERACT, read_back
 
     if TESSERACT is None:
         sys.exit("tesseract not found: apt-get install tesseract-ocr, or pass --ocr 0")
-    print(f"\nTesseract read-back ({args.ocr} instances per cell): numbers recovered / shown")
+    print(f"\nTesseract read-back ({args.ocr} instances per cell): numbers read in their place / shown "
+          "(tests/ocr_readback.py), and the items missed")
     print(f"{'task':20s} {'preset':7s} {'native':>16s} {f'{LONG_SIDE} px':>16s}")
     for task in mmnp.list_tasks():
         for d in DIFFICULTIES:
             got = {None: [0, 0], LONG_SIDE: [0, 0]}
+            missed = []
             for seed in range(args.ocr):
                 inst = task.generate(d, seed=seed)
                 png, picture = task.picture(inst)
-                for side in got:
-                    f, s = recovered(task.name, inst.data, png, picture, side)
-                    got[side][0] += f
-                    got[side][1] += s
+                for side, tally in got.items():
+                    rb = read_back(task.name, inst.data, png, picture, side)
+                    tally[0] += rb.recovered
+                    tally[1] += rb.shown
+                    if rb.missed:
+                        where = f"seed {seed}, {side or 'native'}, {picture['width']} x {picture['height']}"
+                        missed.append(f"{where}: {', '.join(rb.missed)}")
             cells = [f"{f}/{s} {100 * f / s:5.1f}%" for f, s in got.values()]
             print(f"{task.name:20s} {d:7s} {cells[0]:>16s} {cells[1]:>16s}", flush=True)
+            for line in missed:
+                print(f"{'':28s}missed ({line})")
 
 
 if __name__ == "__main__":
