@@ -54,6 +54,8 @@ _PALETTE = [c for rgb in _palette_rgb for c in rgb]
 _PALETTE += [0] * (768 - len(_PALETTE))
 MIN_STROKE = 2  # px: no line, outline or glyph stem thinner, so a downscaled picture keeps them
 MIN_FONT = 14  # px at the default size
+# a client's downscale to a 512 px long side must leave an edge list at least this size (px)
+LIST_FONT_AT_512 = 10
 MAX_ASPECT = 1.5  # a picture's height over its width at most (graphs with an edge-list panel), from the
 # default size up; smaller pictures keep MIN_FONT and grow taller instead
 
@@ -286,9 +288,9 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
 
 
 def _disc_arrangements(n: int, geo: Geometry, size: int, top: float) -> list[tuple[np.ndarray, Geometry]]:
-    """Where a panel picture's discs can go: on a ring (when one fits in the width), and in
-    rows in id order (more compact: a ring's middle is empty). Without lines, either shows
-    only the vertex ids; the one leaving the edge list the larger font is used."""
+    """Where a panel picture's discs can go, in order of preference: on a ring (when one
+    fits in the width; an answer's marked edges read best as its chords), and in rows in
+    id order (more compact: a ring's middle is empty)."""
     pitch = 2 * geo.radius + geo.margin + 2
     x0, _, x1, _ = geo.box
     out = []
@@ -321,12 +323,16 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
         # 3-digit labels (past 100 vertices, which only the rows below hold) get a wider disc
         geo = Geometry(radius=round((20 if n <= 100 else 22) * scale, 2), margin=geo.margin, box=box)
         rows = adjacency_rows(n, edges)
+        # the first arrangement that keeps the list legible at a 512 px long side, else the
+        # one that keeps it largest relative to the long side
         best = None
         for pos_, geo_ in _disc_arrangements(n, geo, size, top):
             panel_, height_ = text_panel(size, rows, geo_.box[3] + 12 * scale)
-            key = panel_[1] / max(size, height_)  # the list's font relative to the long side
-            if best is None or key > best[0]:
-                best = (key, pos_, geo_, panel_, height_)
+            at_512 = panel_[1] * 512 / max(size, height_)
+            if best is None or at_512 > best[0]:
+                best = (at_512, pos_, geo_, panel_, height_)
+            if at_512 >= LIST_FONT_AT_512:
+                break
         _, pos, geo, panel, height = best
     else:
         height = size
