@@ -338,18 +338,32 @@ def _panel(data: dict, layout: dict, img: Image.Image, s: float, rb: Readback) -
         return found, [ws for ws in lines(words) if any(id(w) in wrong for w in ws)]
 
     panel = img.crop((0, round(layout["box"][3] * s), img.width, img.height))
-    rb.found |= _read_region(panel, s, check, {f"edges of {u}" for u in want})
+    items = {f"edges of {u}" for u in want}
+    rb.found |= _read_region(panel, s, check, items)
+    if items - rb.found:
+        # Tesseract can glue a line's last number to the next column's head ("39-17:"), so
+        # the row is lost whatever the preprocessing: then each column is read on its own
+        starts = _column_starts(read_words(panel, ZOOM / s), 14 * s) + [panel.width + 14 * s]
+        for x0, x1 in zip(starts, starts[1:]):
+            column = panel.crop((max(0, round(x0 - 14 * s)), 0, round(x1 - 4 * s), panel.height))
+            rb.found |= _read_region(column, s, check, items - rb.found)
 
 
-def _panel_rows(words: list[Word], font_px: float) -> list[tuple[int, list[int], list[Word]]]:
-    """The edge list's rows as read (head, numbers, words): the heads "u:" start the
-    columns (their left edges cluster), each word goes to the column it starts in, a column
-    is read top to bottom, a row runs from its head to the next."""
+def _column_starts(words: list[Word], font_px: float) -> list[float]:
+    """Where the edge list's columns start: the left edges of the heads "u:" cluster."""
     heads = sorted(w.box[0] for w in words if _HEAD.match(_LONE_O.sub("0", w.text)))
     starts: list[float] = []
     for x in heads:
         if not starts or x - starts[-1] > 3 * font_px:
             starts.append(x)
+    return starts
+
+
+def _panel_rows(words: list[Word], font_px: float) -> list[tuple[int, list[int], list[Word]]]:
+    """The edge list's rows as read (head, numbers, words): the heads "u:" start the
+    columns (`_column_starts`), each word goes to the column it starts in, a column is read
+    top to bottom, a row runs from its head to the next."""
+    starts = _column_starts(words, font_px)
     cols: list[list[Word]] = [[] for _ in starts]
     for w in words:
         c = sum(1 for x in starts if w.box[0] >= x - font_px)
