@@ -252,25 +252,12 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
     best = None
     space = _text_width(" ", size, False)
     indent = 4 * space
+    tokens = [row.split(" ") for row in rows]
+    widths = [[_text_width(tok, size, False) for tok in toks] for toks in tokens]
     for ncols in range(1, 6):
         col_w = (canvas_w - 2 * pad) / ncols - size
-        blocks: list[list[str]] = []
-        too_wide = False
-        for row in rows:
-            head, *rest = row.split(" ")
-            block, line, width = [], head, _text_width(head, size, False)
-            for tok in rest:  # widths add up word by word, as `Canvas.text` lays them
-                grown = width + space + _text_width(tok, size, False)
-                if grown > col_w and line != head:
-                    block.append(line)
-                    too_wide |= width > col_w
-                    line, width = "    " + tok, indent + _text_width(tok, size, False)
-                else:
-                    line, width = line + " " + tok, grown
-            block.append(line)
-            too_wide |= width > col_w
-            blocks.append(block)
-        if too_wide:
+        blocks = _wrapped(tokens, widths, col_w, space, indent)
+        if blocks is None:
             continue
         target = math.ceil(sum(map(len, blocks)) / ncols)
         while True:
@@ -285,6 +272,30 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
         if best is None or target < best[0]:
             best = (target, col_w + size, cols)
     return best
+
+
+def _wrapped(tokens: list[list[str]], widths: list[list[float]], col_w: float, space: float,
+             indent: float) -> list[list[str]] | None:
+    """Each row's lines within `col_w` (widths add up word by word, as `Canvas.text` lays
+    them; continuation lines indented; a row's head never stands alone), or None when a
+    word does not fit."""
+    blocks = []
+    for toks, ws in zip(tokens, widths):
+        block, start, width = [], 0, ws[0]
+        for k in range(1, len(toks)):
+            grown = width + space + ws[k]
+            if grown > col_w and (start > 0 or k > 1):
+                if width > col_w:
+                    return None
+                block.append(("    " if start else "") + " ".join(toks[start:k]))
+                start, width = k, indent + ws[k]
+            else:
+                width = grown
+        if width > col_w:
+            return None
+        block.append(("    " if start else "") + " ".join(toks[start:]))
+        blocks.append(block)
+    return blocks
 
 
 def _disc_arrangements(n: int, geo: Geometry, size: int, top: float) -> list[tuple[np.ndarray, Geometry]]:
@@ -392,6 +403,8 @@ def text_panel(width: float, rows: list[str], top: float) -> tuple[tuple, int]:
     scale = width / DEFAULT_SIZE
     best = None
     for font_size in range(max(MIN_FONT, round(18 * scale)), MIN_FONT - 1, -1):
+        if best is not None and best[0] >= (True, font_size / width):
+            break  # even on a square canvas this font would read smaller
         per, col_w, cols = _panel_layout(width, rows, font_size, 12 * scale)
         line_h = round(font_size * 1.35)
         height = math.ceil(top + 2 * line_h + per * line_h + 10 * scale)
@@ -399,8 +412,6 @@ def text_panel(width: float, rows: list[str], top: float) -> tuple[tuple, int]:
         key = (fits, font_size / max(width, height))
         if best is None or key > best[0]:
             best = (key, (top, font_size, line_h, col_w, cols), height)
-        if height <= width:  # square: a smaller font only reads smaller
-            break
     return best[1], best[2]
 
 
