@@ -104,8 +104,9 @@ def _shade_lut(colour: int, bg: int) -> tuple[int, ...]:
 @lru_cache(maxsize=50_000)
 def _text_tile(s: str, size: int, bold: bool, anchor: str, colour: int, bg: int) -> tuple:
     """A string drawn once, anti-aliased, as a palette tile and its 1-bit footprint (their
-    pixel cores, pasted directly), its offset from the anchor point and its size: labels repeat across images (ids, small numbers), and pasting a tile
-    is far cheaper than rasterising glyphs again."""
+    pixel cores, pasted directly), its offset from the anchor point and its size: labels
+    repeat across images (ids, small numbers), and pasting a tile is far cheaper than
+    rasterising glyphs again."""
     f = font(size, bold)
     left, top, right, bottom = f.getbbox(s, anchor=anchor)
     w, h = max(1, right - left), max(1, bottom - top)
@@ -409,7 +410,7 @@ def text_panel(width: float, rows: list[str], top: float) -> tuple[tuple, int]:
         line_h = round(font_size * 1.35)
         height = math.ceil(top + 2 * line_h + per * line_h + 10 * scale)
         fits = height <= MAX_ASPECT * width
-        key = (fits, font_size / max(width, height))
+        key = (True, font_size / max(width, height)) if fits else (False, -font_size)
         if best is None or key > best[0]:
             best = (key, (top, font_size, line_h, col_w, cols), height)
     return best[1], best[2]
