@@ -290,11 +290,15 @@ def as_int(x: Any, what: str) -> int:
     raise ParseError(f"{what} {str(x)[:20]!r} is not an integer")
 
 
+def read_list(text: Any) -> list:
+    """The answer as a list: a lone value is a list of one (`Answer: 3` names one id)."""
+    value = read_answer(text)
+    return value if isinstance(value, list) else [value]
+
+
 def parse_int_list(text: Any, what: str) -> list[int]:
     """The common answer shape: a flat list (or arrow chain) of integer ids."""
-    value = read_answer(text)
-    if not isinstance(value, list):
-        value = [value]
+    value = read_list(text)
     if all(type(x) is int for x in value):
         return value
     out = []

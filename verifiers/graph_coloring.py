@@ -6,7 +6,7 @@ from __future__ import annotations
 from mmnp.generators.answers import as_mapping
 
 from mmnp.core import Violation, edge_str, violation
-from mmnp.parsing import ParseError, as_int, read_answer
+from mmnp.parsing import ParseError, as_int, read_list
 
 VIOLATION_KINDS = {
     "unknown_vertex": "a colour given for a vertex that does not exist",
@@ -19,9 +19,7 @@ VIOLATION_KINDS = {
 
 def parse(text: str) -> list:
     """A list of colours (positional), or a list of [vertex, colour] pairs (mapping form)."""
-    value = read_answer(text)
-    if not isinstance(value, list):
-        value = [value]
+    value = read_list(text)
     if all(type(x) is int for x in value):
         return value
     if all(isinstance(x, list) for x in value):

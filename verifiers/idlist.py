@@ -8,7 +8,7 @@ from typing import Callable
 
 from mmnp.core import Violation, id_check, violation
 from mmnp.generators.answers import halves
-from mmnp.parsing import ParseError, as_int, parse_int_list, read_answer
+from mmnp.parsing import ParseError, as_int, parse_int_list, read_list
 
 
 def parser(noun: str) -> Callable[[str], list[int]]:
@@ -37,9 +37,7 @@ def split_parser(noun: str) -> Callable[[str], list]:
     """`parse` for a split of `noun` ids: a flat list (one half) or a list of two lists (both halves)."""
 
     def parse(text: str) -> list:
-        value = read_answer(text)
-        if not isinstance(value, list):
-            value = [value]
+        value = read_list(text)
         if all(type(x) is int for x in value):
             return value
         if len(value) == 2 and all(isinstance(h, list) for h in value):
