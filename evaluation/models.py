@@ -7,6 +7,7 @@ nothing; a missing dependency is a one-line error naming the extra to install.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,6 @@ def load_hf(path: str, *, dtype: str = "auto", device: str | None = None, vision
             AutoConfig,
             AutoModelForCausalLM,
             AutoModelForImageTextToText,
-            AutoProcessor,
             AutoTokenizer,
         )
     except ImportError as e:
@@ -62,7 +62,7 @@ def load_hf(path: str, *, dtype: str = "auto", device: str | None = None, vision
     device = device or default_device()
     torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
     if vision:
-        processor = AutoProcessor.from_pretrained(path)
+        processor = load_processor(path)
         tokenizer = processor.tokenizer
         model = AutoModelForImageTextToText.from_pretrained(path, dtype=torch_dtype)
     else:
@@ -75,6 +75,74 @@ def load_hf(path: str, *, dtype: str = "auto", device: str | None = None, vision
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return LoadedModel(model, tokenizer, processor, device)
+
+
+def torchvision_available() -> bool:
+    """Whether torchvision imports: transformers needs it for video processors (and prefers it for
+    image processors). PyPI's torchvision does not import beside a CPU torch from another index, so
+    CPU machines run without it."""
+    import importlib.util
+
+    if importlib.util.find_spec("torchvision") is None:
+        return False
+    from transformers.utils import is_torchvision_available
+
+    return is_torchvision_available()
+
+
+def load_processor(path: str, **tokenizer_kwargs: Any):
+    """The model's processor (`AutoProcessor`). Without torchvision, a processor that also holds a
+    video processor (Qwen2-VL, Qwen2.5-VL: image processor + tokenizer + video processor) is built
+    without that part, around transformers' PIL image processor: the same image preprocessing and
+    tokens, only videos refused. With torchvision installed (GPU machines) nothing changes."""
+    from transformers import AutoProcessor
+
+    if torchvision_available():
+        return AutoProcessor.from_pretrained(path, **tokenizer_kwargs)
+    base = _processor_class(path)
+    if base is None or "video_processor" not in base.get_attributes():
+        return AutoProcessor.from_pretrained(path, **tokenizer_kwargs)
+    from transformers import AutoImageProcessor, AutoTokenizer
+
+    attributes = [a for a in base.get_attributes() if a != "video_processor"]
+    if attributes != ["image_processor", "tokenizer"]:
+        raise UsageError(f"{path}: {base.__name__} needs torchvision, which is not installed; install the "
+                         "torchvision that matches your torch")
+    tokenizer = AutoTokenizer.from_pretrained(path, **tokenizer_kwargs)
+    template = base.get_processor_dict(path)[0].get("chat_template") or tokenizer.chat_template
+    return image_only_processor(base)(AutoImageProcessor.from_pretrained(path), tokenizer, chat_template=template)
+
+
+def _processor_class(path: str):
+    """The transformers processor class a model folder names (processor_config.json), or None."""
+    import json
+    from pathlib import Path
+
+    import transformers
+
+    config = Path(path) / "processor_config.json"
+    name = json.loads(config.read_text()).get("processor_class") if config.is_file() else None
+    return getattr(transformers, name, None) if isinstance(name, str) else None
+
+
+def image_only_processor(base: type) -> type:
+    """`base` (a processor with an image processor, a tokenizer and a video processor) without its
+    video processor. It saves as `base` does, with a video processor entry equal to the image
+    processor's settings, so a machine with torchvision loads the folder with `AutoProcessor`."""
+
+    def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+        base.__init__(self, image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+
+    def to_dict(self) -> dict:
+        output = base.to_dict(self)
+        image = dict(output["image_processor"])
+        kind = re.sub(r"ImageProcessor(Pil|Fast)?$", "VideoProcessor", image.pop("image_processor_type"))
+        output["video_processor"] = {**image, "video_processor_type": kind}
+        output["processor_class"] = base.__name__
+        return output
+
+    return type(base.__name__, (base,), {"__init__": __init__, "to_dict": to_dict, "__module__": __name__,
+                                         "__doc__": f"{base.__name__} without its video processor (no torchvision)."})
 
 
 def load_vllm(path: str, *, gpu_memory_utilization: float = 0.9, max_model_len: int | None = None,

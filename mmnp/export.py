@@ -124,7 +124,8 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
                 _write_parquet(staging / rel, (to_row(i, png(i)) for i in members), meta)
                 counts[name] = len(members)
             if format == "hf":
-                (staging / "README.md").write_text(dataset_card(meta, counts), encoding="utf-8")
+                install = install_line(staging)
+                (staging / "README.md").write_text(dataset_card(meta, counts, install), encoding="utf-8")
         if out.exists():
             out.rmdir()  # empty, checked above
         os.replace(staging, out)
@@ -205,7 +206,40 @@ def generate_command(manifest: dict) -> str:
     return " ".join(parts)
 
 
-def dataset_card(meta: dict, counts: dict[str, int]) -> str:
+def install_line(folder: Path) -> str:
+    """The pip command that installs the mmnp that wrote an export. Installed from a source checkout
+    (the usual developer install), its wheel is built into `folder` and installed from there, so the
+    card's line works wherever the export goes (the Hub copy included); installed from a URL or a
+    wheel file, that URL (PEP 610's direct_url.json); otherwise from the package index."""
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    version = _version()
+    source = Path(__file__).resolve().parent.parent
+    if (source / "pyproject.toml").is_file() and 'name = "mmnp"' in (source / "pyproject.toml").read_text():
+        import fcntl
+
+        lock = Path(tempfile.gettempdir()) / f"mmnp-wheel-{hashlib.sha256(str(source).encode()).hexdigest()[:12]}.lock"
+        with open(lock, "w") as held:  # setuptools builds in the checkout's build/: one build at a time
+            fcntl.flock(held, fcntl.LOCK_EX)
+            built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder),
+                                    str(source)], capture_output=True, text=True)
+        wheels = sorted(folder.glob("mmnp-*.whl"))
+        if built.returncode != 0 or len(wheels) != 1:
+            raise RunError(f"building mmnp's wheel from {source} for the dataset card failed: "
+                           f"{(built.stderr or built.stdout).strip().splitlines()[-1:]}")
+        return (f"pip install ./{wheels[0].name}    # the wheel beside this card (a Hub copy: "
+                "huggingface-cli download REPO --repo-type dataset --local-dir .)")
+    direct = json.loads(importlib.metadata.distribution("mmnp").read_text("direct_url.json") or "null")
+    if direct and "dir_info" not in direct:  # an archive or a VCS URL; a local folder would not travel
+        vcs = direct.get("vcs_info")
+        url = f"git+{direct['url']}@{vcs['commit_id']}" if vcs else direct["url"]
+        return f'pip install "mmnp @ {url}"'
+    return f"pip install mmnp=={version}"
+
+
+def dataset_card(meta: dict, counts: dict[str, int], install: str) -> str:
     """README.md with the YAML header the Hub and `datasets` read (configs, features, license)."""
     import yaml
     from datasets import DatasetInfo, SplitDict, SplitInfo
@@ -251,7 +285,7 @@ re-derives it and every row's `hash` from the `instance` column and refuses an e
 
 ## How it was made
 
-    pip install mmnp
+    {install}
     {generate_command(manifest)}
     mmnp export --data DATA --format hf --split-by {meta['split_by']} --out OUT
 
@@ -281,8 +315,9 @@ def push(out: Path, repo: str, private: bool) -> None:
     dd = datasets.load_dataset(str(out))
     try:
         dd.push_to_hub(repo, private=private)
-        HfApi().upload_file(path_or_fileobj=str(out / "README.md"), path_in_repo="README.md", repo_id=repo,
-                            repo_type="dataset", commit_message="mmnp dataset card")
+        for name in ["README.md", *(w.name for w in out.glob("mmnp-*.whl"))]:  # the card, and the wheel it names
+            HfApi().upload_file(path_or_fileobj=str(out / name), path_in_repo=name, repo_id=repo,
+                                repo_type="dataset", commit_message=f"mmnp: {name}")
     except Exception as e:  # network, auth, permissions: the library's message says which
         raise RunError(f"pushing {out} to the Hub as {repo} failed: {e}; the export in {out} is complete, "
                        "fix the cause (e.g. `huggingface-cli login`) and rerun with --push-to-hub") from None

@@ -110,8 +110,10 @@ def write_tiny_model(out: str | Path, vision: bool = False, seed: int = 0, hidde
         tokenizer.save_pretrained(out)
         return out
 
-    from transformers import (Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessor, Qwen2VLProcessor,
-                              Qwen2VLVideoProcessor)
+    from transformers import (Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessorPil,
+                              Qwen2VLProcessor)
+
+    from mmnp.evaluation.models import image_only_processor
 
     ids = {name: tokenizer.convert_tokens_to_ids(tok) for name, tok in
            (("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
@@ -127,8 +129,10 @@ def write_tiny_model(out: str | Path, vision: bool = False, seed: int = 0, hidde
     warm_start(model, tokenizer, warm_steps, seed)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
+    # Built without torchvision (CPU machines have none). The folder names the full Qwen2VLProcessor, with a
+    # video processor entry, so it loads with AutoProcessor where torchvision is and `load_processor` elsewhere.
+    images = Qwen2VLImageProcessorPil(size={"shortest_edge": 56 * 56, "longest_edge": IMAGE_PIXELS})
+    processor = image_only_processor(Qwen2VLProcessor)(images, tokenizer, chat_template=CHAT_TEMPLATE)
     model.save_pretrained(out)
-    images = Qwen2VLImageProcessor(size={"shortest_edge": 56 * 56, "longest_edge": IMAGE_PIXELS})
-    Qwen2VLProcessor(image_processor=images, tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(),
-                     chat_template=CHAT_TEMPLATE).save_pretrained(out)
+    processor.save_pretrained(out)
     return out

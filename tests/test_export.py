@@ -4,6 +4,7 @@ decoded, a card the Hub reads, and `load_export` refusing edited rows."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,30 @@ def test_card_header_names_configs_features_license_and_hash(small_dataset, hf_e
     assert header["mmnp"]["benchmark_hash"] == manifest["benchmark_hash"]
     body = (hf_export / "README.md").read_text()
     assert manifest["benchmark_hash"] in body and "--count 2 --seed 0" in body
+
+
+def test_the_cards_install_line_installs_the_mmnp_that_wrote_it(hf_export, tmp_path):
+    """The card's `pip install` line, run in the export folder, installs a working mmnp (this
+    one, built into the export) that scores the export's rows."""
+    import re
+    import subprocess
+    import sys
+
+    (line,) = re.findall(r"^    (pip install \S+)", (hf_export / "README.md").read_text(), re.M)
+    target = tmp_path / "site"
+    command = [sys.executable, "-m", *line.split(), "--no-deps", "--target", str(target)]
+    done = subprocess.run(command, cwd=hf_export, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    row = datasets.load_dataset(str(hf_export))["easy"][0]
+    check = ("import json, sys, mmnp; from mmnp.registry import get_task; row = json.loads(sys.stdin.read()); "
+             "v = get_task(row['task']).verify({'task': row['task'], 'instance': json.loads(row['instance'])}, "
+             "get_task(row['task']).format_answer(json.loads(row['reference'])['heuristic']['solution'])); "
+             "print(mmnp.__file__, v.feasible)")
+    out = subprocess.run([sys.executable, "-c", check], input=json.dumps({k: row[k] for k in ("task", "instance", "reference")}),
+                         capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)})
+    assert out.returncode == 0, out.stderr
+    location, feasible = out.stdout.split()
+    assert Path(location).is_relative_to(target) and feasible == "True"
 
 
 @pytest.mark.parametrize("split_by, splits", [("task", None), ("none", {"test"})])
@@ -182,7 +207,7 @@ def test_a_non_empty_out_and_bad_options_are_refused(small_dataset, tmp_path):
 def test_push_to_hub_sends_the_decoded_dataset_and_the_card(small_dataset, tmp_path, monkeypatch):
     from huggingface_hub import HfApi
 
-    pushed, uploaded = {}, {}
+    pushed, uploads = {}, {}
 
     hub = tmp_path / "hub"
 
@@ -193,14 +218,15 @@ def test_push_to_hub_sends_the_decoded_dataset_and_the_card(small_dataset, tmp_p
             part.to_parquet(str(hub / "data" / f"{split}-00000-of-00001.parquet"))
 
     monkeypatch.setattr(datasets.DatasetDict, "push_to_hub", fake_push)
-    monkeypatch.setattr(HfApi, "upload_file", lambda self, **kw: uploaded.update(kw))
+    monkeypatch.setattr(HfApi, "upload_file", lambda self, **kw: uploads.setdefault(kw["path_in_repo"], kw))
     summary = export_dataset(small_dataset, tmp_path / "x", "hf", push_to_hub="me/mmnp", private=True)
     assert summary["pushed_to"] == "me/mmnp"
     assert pushed["repo"] == "me/mmnp" and pushed["splits"] == {"easy": 20, "medium": 20}
     assert pushed["kwargs"] == {"private": True} and pushed["image"].height == 768
-    assert uploaded["repo_id"] == "me/mmnp" and uploaded["path_in_repo"] == "README.md"
-    assert uploaded["repo_type"] == "dataset"
-    card = Path(uploaded["path_or_fileobj"]).read_text()
+    (wheel,) = (tmp_path / "x").glob("mmnp-*.whl")
+    assert sorted(uploads) == ["README.md", wheel.name]  # the card, and the wheel its install line names
+    assert all(u["repo_id"] == "me/mmnp" and u["repo_type"] == "dataset" for u in uploads.values())
+    card = Path(uploads["README.md"]["path_or_fileobj"]).read_text()
     assert card == (tmp_path / "x" / "README.md").read_text()
     assert pq.read_schema(hub / "data/easy-00000-of-00001.parquet").metadata.get(b"mmnp") is None
     (hub / "README.md").write_text(card)

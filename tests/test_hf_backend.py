@@ -74,3 +74,28 @@ def test_one_loader_for_evaluation_and_disa(tiny_text, tiny_vlm):
         load_hf(str(tiny_text), dtype="float13")
     with pytest.raises(UsageError, match="not a transformers model folder"):
         load_hf(str(tiny_text / "nothing-here"))
+
+
+def test_tiny_vlm_processor_needs_no_torchvision_and_names_the_full_processor(tiny_vlm):
+    """The tiny VL folder is Qwen2-VL's normal layout (processor class, image and video processor
+    entries), so AutoProcessor loads it where torchvision is; `load_processor` builds it on PIL
+    where torchvision is not, with the image tokens the picture's grid asks for."""
+    from PIL import Image
+    from transformers import Qwen2VLImageProcessorPil
+
+    from mmnp.evaluation.models import load_processor, torchvision_available
+
+    saved = json.loads((tiny_vlm / "processor_config.json").read_text())
+    assert saved["processor_class"] == "Qwen2VLProcessor"
+    assert saved["video_processor"]["video_processor_type"] == "Qwen2VLVideoProcessor"
+    assert saved["video_processor"]["size"] == saved["image_processor"]["size"]
+    processor = load_processor(str(tiny_vlm), padding_side="left")
+    assert processor.tokenizer.padding_side == "left" and "<|image_pad|>" in processor.chat_template
+    if not torchvision_available():
+        assert getattr(processor, "video_processor", None) is None
+        assert isinstance(processor.image_processor, Qwen2VLImageProcessorPil)
+    picture = Image.new("RGB", (300, 200), "white")
+    out = processor(text=["<|vision_start|><|image_pad|><|vision_end|>x"], images=[picture], return_tensors="pt")
+    grid = out["image_grid_thw"][0]
+    assert (out["input_ids"][0] == processor.image_token_id).sum() == int(grid.prod()) // 4  # 2x2 merge
+    assert out["pixel_values"].shape[0] == int(grid.prod())

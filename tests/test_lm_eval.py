@@ -76,13 +76,38 @@ def test_harness_scores_equal_mmnp_eval(small_dataset, tmp_path):
     assert 0 < mm["macro_over_tasks"]["sr"] < 1 and 0 < mm["macro_over_tasks"]["qr"]
 
 
+def test_harness_runs_a_local_transformers_model(small_dataset, tiny_text, tmp_path):
+    """The README's `lm_eval ... --model hf` line, on the tiny local model: what `pip install
+    '.[lm-eval]'` installs is enough, and each logged answer scores as mmnp's verifier scores it."""
+    pytest.importorskip("torch", reason="needs torch (the train extra, or lm_eval[hf])")
+    harness = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_text}", "--device", "cpu",
+         "--tasks", "mmnp_text_knapsack", "--include_path", str(PATH), "--apply_chat_template",
+         "--metadata", json.dumps({"data": str(small_dataset), "difficulty": "easy"}),
+         "--gen_kwargs", "max_gen_toks=24", "--log_samples", "--output_path", str(tmp_path / "lm")],
+        capture_output=True, text=True, timeout=600)
+    assert harness.returncode == 0, harness.stderr[-3000:]
+    (log,) = (tmp_path / "lm").rglob("samples_mmnp_text_knapsack_*.jsonl")
+    samples = [json.loads(line) for line in log.read_text().splitlines()]
+    instances = {i.id: i for i in load_dataset(small_dataset, ["knapsack"], ["easy"])}
+    assert sorted(s["doc"]["id"] for s in samples) == sorted(instances)
+    task = mmnp.get_task("knapsack")
+    for sample in samples:
+        inst = instances[sample["doc"]["id"]]
+        (response,) = sample["filtered_resps"]
+        verdict = task.verify(inst, response)
+        assert sample["sr"] == float(verdict.feasible)
+        assert sample["qr"] == task.quality_ratio(verdict.objective, inst.reference_objective)
+
+
 def _lmms_eval_runs() -> str | None:
     """Why lmms-eval cannot run here, or None."""
     try:
         import filelock
         import lmms_eval  # noqa: F401
     except ImportError:
-        return "lmms-eval is not installed (pip install -e '.[lmms-eval]')"
+        return ("lmms-eval is not installed (GPU: pip install -e '.[lmms-eval]'; CPU or a served model: "
+                "pip install -e '.[lmms-eval-api]' then pip install --no-deps 'lmms_eval>=0.7,<0.8')")
     if not hasattr(filelock, "_api"):
         return f"lmms-eval 0.7 needs filelock<4 (filelock._api); filelock {filelock.__version__} is installed"
     return None
@@ -104,7 +129,7 @@ def test_lmms_eval_image_scores_equal_mmnp_eval(small_dataset, tmp_path):
     pixels = lambda png: hashlib.sha256(Image.open(io.BytesIO(png)).convert("RGB").tobytes()).hexdigest()  # noqa: E731
     answers = {pixels((small_dataset / i.image).read_bytes()): by_prompt[i.prompt] for i in instances}
     export_dataset(small_dataset, tmp_path / "run" / "mmnp-export", "hf", "task")
-    with FakeOpenAI(lambda text, png: answers[pixels(png)]) as server:
+    with FakeOpenAI(lambda text, png: answers[pixels(png)] if png else "I see no picture.") as server:
         harness = subprocess.run(
             [sys.executable, "-m", "lmms_eval", "--model", "openai", "--model_args",
              f"model_version=fake,base_url={server.url},api_key=x,num_concurrent=2,max_retries=1",

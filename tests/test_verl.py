@@ -119,12 +119,12 @@ def test_the_example_config_uses_only_keys_verl_has_and_loads_compute_score():
 def test_verls_rlhf_dataset_reads_the_image_export(small_dataset, verl_export, tmp_path):
     from omegaconf import OmegaConf
     from PIL import Image
-    from transformers import AutoProcessor
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
+    from mmnp.evaluation.models import load_processor
     from mmnp.tiny_model import write_tiny_model
 
-    processor = AutoProcessor.from_pretrained(write_tiny_model(tmp_path / "vlm", vision=True))
+    processor = load_processor(write_tiny_model(tmp_path / "vlm", vision=True))
     config = OmegaConf.create({"prompt_key": "prompt", "image_key": "images", "max_prompt_length": 100000,
                                "filter_overlong_prompts": False, "cache_dir": str(tmp_path / "cache")})
     ds = RLHFDataset([str(verl_export / "test.parquet")], processor.tokenizer, config, processor)

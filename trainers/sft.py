@@ -39,16 +39,17 @@ class SFTSpec:
 def sft(spec: SFTSpec) -> Path:
     """Fine-tune `spec.model` on reference answers and save it (with its processor) to `spec.out`."""
     import torch
-    from transformers import AutoConfig, AutoProcessor, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
+    from mmnp.evaluation.models import load_processor
     from mmnp.trainers.data import parse_params, train_dataset
 
     spec.validate()
     vision = getattr(AutoConfig.from_pretrained(spec.model), "vision_config", None) is not None
     if spec.modality == "image" and not vision:
         raise UsageError(f"{spec.model} has no vision tower: distil it with --modality text")
-    processing = (AutoProcessor if vision else AutoTokenizer).from_pretrained(spec.model)
+    processing = load_processor(spec.model) if vision else AutoTokenizer.from_pretrained(spec.model)
     dataset = train_dataset(spec.tasks, spec.difficulty.split(","), spec.count, spec.seed, spec.modality,
                             image_size=spec.image_size, params=parse_params(spec.params), completions=True)
     if not vision:

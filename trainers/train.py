@@ -55,8 +55,9 @@ def build_trainer(spec: TrainSpec, console=None):
     """The registered trainer of `spec.algo`, its config from the spec's shared settings and
     the algorithm's options, and the training data (`mmnp.trainers.data`)."""
     import torch
-    from transformers import AutoConfig, AutoProcessor, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
+    from mmnp.evaluation.models import load_processor
     from mmnp.trainers.algorithms import get_algorithm
     from mmnp.trainers.curriculum import Curriculum, CurriculumCallback, curriculum_spec
     from mmnp.trainers.data import parse_params, train_dataset
@@ -67,7 +68,7 @@ def build_trainer(spec: TrainSpec, console=None):
     vision = getattr(AutoConfig.from_pretrained(spec.model), "vision_config", None) is not None
     if spec.modality == "image" and not vision:
         raise UsageError(f"{spec.model} has no vision tower: train it with --modality text")
-    processing = (AutoProcessor if vision else AutoTokenizer).from_pretrained(spec.model, padding_side="left")
+    processing = (load_processor if vision else AutoTokenizer.from_pretrained)(spec.model, padding_side="left")
     bf16 = spec.bf16 if spec.bf16 is not None else bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     own = {f.name for f in fields(config_class)}
     config_values = {name: getattr(spec, name) for name in own & {f.name for f in fields(TrainSpec)}
