@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests import their helper modu
 # A fresh `datasets` cache per run: a cache keyed by a reused pytest tmp path could serve a
 # previous run's rows (set before any test module imports `datasets`).
 os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="mmnp-hf-datasets-")
+os.environ["MMNP_CACHE"] = tempfile.mkdtemp(prefix="mmnp-cache-")  # generated harness task folders
 
 import mmnp  # noqa: E402
 from mmnp.dataset import GenerateSpec, generate_dataset  # noqa: E402

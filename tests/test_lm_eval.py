@@ -7,6 +7,7 @@ import hashlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +21,13 @@ from fake_openai import FakeOpenAI  # noqa: E402
 import mmnp  # noqa: E402
 from mmnp.dataset import load_dataset  # noqa: E402
 from mmnp.errors import UsageError  # noqa: E402
-from mmnp.lm_eval_tasks import PATH  # noqa: E402
 from mmnp.lm_eval_tasks.utils import load_docs, process_results  # noqa: E402
+
+
+def include_path(package: str, *args: str) -> str:
+    """What the README's `$(python -m mmnp.lm_eval_tasks)` gives: the task folder, from the registry."""
+    done = subprocess.run([sys.executable, "-m", package, *args], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
 
 def mixed_answers(instances) -> dict[str, str]:
@@ -53,7 +59,7 @@ def test_harness_scores_equal_mmnp_eval(small_dataset, tmp_path):
         harness = subprocess.run(
             [sys.executable, "-m", "lm_eval", "--model", "local-chat-completions",
              "--model_args", f"base_url={server.url}/chat/completions,model=fake,num_concurrent=2,max_retries=1",
-             "--tasks", "mmnp_text", "--include_path", str(PATH), "--apply_chat_template",
+             "--tasks", "mmnp_text", "--include_path", include_path("mmnp.lm_eval_tasks"), "--apply_chat_template",
              "--metadata", json.dumps({"data": str(small_dataset)}), "--output_path", str(tmp_path / "lm")],
             capture_output=True, text=True, timeout=600)
         assert harness.returncode == 0, harness.stderr[-3000:]
@@ -82,7 +88,7 @@ def test_harness_runs_a_local_transformers_model(small_dataset, tiny_text, tmp_p
     pytest.importorskip("torch", reason="needs torch (the train extra, or lm_eval[hf])")
     harness = subprocess.run(
         [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_text}", "--device", "cpu",
-         "--tasks", "mmnp_text_knapsack", "--include_path", str(PATH), "--apply_chat_template",
+         "--tasks", "mmnp_text_knapsack", "--include_path", include_path("mmnp.lm_eval_tasks"), "--apply_chat_template",
          "--metadata", json.dumps({"data": str(small_dataset), "difficulty": "easy"}),
          "--gen_kwargs", "max_gen_toks=24", "--log_samples", "--output_path", str(tmp_path / "lm")],
         capture_output=True, text=True, timeout=600)
@@ -122,19 +128,19 @@ def test_lmms_eval_image_scores_equal_mmnp_eval(small_dataset, tmp_path):
 
     from mmnp.cli import app
     from mmnp.export import export_dataset
-    from mmnp.lmms_eval_tasks import PATH as LMMS_PATH
 
     instances = list(load_dataset(small_dataset))
     by_prompt = mixed_answers(instances)
     pixels = lambda png: hashlib.sha256(Image.open(io.BytesIO(png)).convert("RGB").tobytes()).hexdigest()  # noqa: E731
     answers = {pixels((small_dataset / i.image).read_bytes()): by_prompt[i.prompt] for i in instances}
-    export_dataset(small_dataset, tmp_path / "run" / "mmnp-export", "hf", "task")
+    export_dataset(small_dataset, tmp_path / "export", "hf", "task")
+    tasks = include_path("mmnp.lmms_eval_tasks", "--data", str(tmp_path / "export"))  # read from anywhere
     with FakeOpenAI(lambda text, png: answers[pixels(png)] if png else "I see no picture.") as server:
         harness = subprocess.run(
             [sys.executable, "-m", "lmms_eval", "--model", "openai", "--model_args",
              f"model_version=fake,base_url={server.url},api_key=x,num_concurrent=2,max_retries=1",
-             "--tasks", "mmnp_image", "--include_path", str(LMMS_PATH), "--output_path", str(tmp_path / "lmms")],
-            capture_output=True, text=True, timeout=900, cwd=tmp_path / "run", env=dict(os.environ, OPENAI_API_KEY="x"))
+             "--tasks", "mmnp_image", "--include_path", tasks, "--output_path", str(tmp_path / "lmms")],
+            capture_output=True, text=True, timeout=900, cwd=tmp_path, env=dict(os.environ, OPENAI_API_KEY="x"))
         assert harness.returncode == 0, harness.stderr[-3000:]
         assert server.images_seen == len(instances) == 40
         result = CliRunner().invoke(app, ["eval", "--model", "openai:fake", "--base-url", server.url, "--data",
@@ -150,6 +156,28 @@ def test_lmms_eval_image_scores_equal_mmnp_eval(small_dataset, tmp_path):
         assert lmms[f"mmnp_image_{task}"]["qr,none"] == pytest.approx(scores["qr"], abs=1e-12), task
     assert lmms["mmnp_image"]["qr,none"] == pytest.approx(mm["macro_over_tasks"]["qr"], abs=1e-12)
     assert 0 < mm["macro_over_tasks"]["sr"] < 1
+
+
+def test_task_folders_follow_the_registry_plug_in_tasks_included(tmp_path):
+    """A registered task gets its harness tasks with no file to add; the folders are reused, and the
+    lmms-eval folder carries the export path it was asked for."""
+    import yaml
+
+    register = ("import mmnp; from mmnp.task import Task; k = mmnp.get_task('knapsack'); "
+                "mmnp.register(Task('knapsack_copy', k.category, k.direction, k.generator, k.verifier, k.solver)); ")
+    for package, group, extra in (("mmnp.lm_eval_tasks", "mmnp_text", ()), ("mmnp.lmms_eval_tasks", "mmnp_image", ("--data", "x/y"))):
+        done = subprocess.run([sys.executable, "-c", register + f"import runpy, sys; sys.argv = ['m', *{list(extra)!r}]; "
+                               f"runpy.run_module({package!r}, run_name='__main__')"], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        folder = Path(done.stdout.strip())
+        members = yaml.safe_load((folder / f"{group}.yaml").read_text())["task"]
+        assert members == [f"{group}_{t.name}" for t in mmnp.list_tasks()] + [f"{group}_knapsack_copy"]
+        copy = yaml.safe_load((folder / f"{group}_knapsack_copy.yaml").read_text())
+        assert copy["include"] == "_template_yaml" and copy["task"] == f"{group}_knapsack_copy"
+        assert include_path(package, *extra) != str(folder)  # the plain registry: another folder
+    image = Path(include_path("mmnp.lmms_eval_tasks", "--data", "x/y"))
+    assert image == Path(include_path("mmnp.lmms_eval_tasks", "--data", "x/y"))  # written once, then reused
+    assert yaml.safe_load((image / "_template_yaml").read_text().replace("!function", ""))["dataset_path"] == "x/y"
 
 
 def test_docs_come_alike_from_a_folder_or_an_export(small_dataset, tmp_path):

@@ -1,5 +1,5 @@
-"""Print the folder to pass to `lm_eval --include_path`."""
+"""Print the folder to pass to `lm_eval --include_path` (written from the task registry)."""
 
-from mmnp.lm_eval_tasks import PATH
+from mmnp.lm_eval_tasks import include_path
 
-print(PATH)
+print(include_path())

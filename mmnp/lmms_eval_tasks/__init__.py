@@ -2,13 +2,29 @@
 
     mmnp export --data DATA --format hf --split-by task --out mmnp-export
     lmms-eval --include_path "$(python -m mmnp.lmms_eval_tasks)" --tasks mmnp_image --model ...
+    lmms-eval --include_path "$(python -m mmnp.lmms_eval_tasks --data /abs/path/export)" ...
 
-lmms-eval reads a task's data only through `datasets.load_dataset(dataset_path)` and its YAML
-has no runtime parameter for the path, so the tasks read `mmnp-export` in the folder where
-lmms-eval runs (a split per task); to read another folder, copy this folder and change
-`dataset_path` in `_template_yaml`. Each row's instance is checked against its content hash.
+lmms-eval reads a task's data only through `datasets.load_dataset(dataset_path)`, and its YAML has no
+runtime parameter for the path, so the path is written into the task folder: `mmnp-export` (in
+the folder where lmms-eval runs) unless `--data` names another export (a split per task). Each
+row's instance is checked against its content hash. The task files are written from the registry
+(`mmnp.harness`) into mmnp's cache folder; this package holds their template.
 """
+
+from __future__ import annotations
 
 from pathlib import Path
 
-PATH = Path(__file__).parent
+from mmnp.harness import task_files, write_task_folder
+
+GROUP = "mmnp_image"
+DEFAULT_DATA = "mmnp-export"
+
+
+def files(data: str = DEFAULT_DATA) -> dict[str, str]:
+    return task_files(__name__, GROUP, lambda task: {"test_split": task.name}, {"dataset_path": data})
+
+
+def include_path(data: str = DEFAULT_DATA) -> Path:
+    """The folder to pass to `lmms-eval --include_path`, reading the export at `data`."""
+    return write_task_folder(files(data), GROUP)

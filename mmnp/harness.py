@@ -1,0 +1,66 @@
+"""Task folders for lm-evaluation-harness and lmms-eval, written from the task registry: the group
+and one YAML per registered task (plug-in tasks included), on one shared template. Nothing per task
+is checked in, so a new task gets its harness tasks with no file to add."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from mmnp.registry import list_tasks
+from mmnp.task import Task
+
+
+def cache_root() -> Path:
+    """Where generated folders live: $MMNP_CACHE, else $XDG_CACHE_HOME/mmnp, else ~/.cache/mmnp."""
+    if os.environ.get("MMNP_CACHE"):
+        return Path(os.environ["MMNP_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mmnp"
+
+
+def task_files(package: str, group: str, task_fields: Callable[[Task], dict[str, Any]],
+               template_fields: dict[str, Any] | None = None) -> dict[str, str]:
+    """The folder's files by name: `package`'s `_template_yaml` (updated with `template_fields`), a
+    `utils.py` that re-exports `package.utils` (the templates' `!function utils.*` resolve beside
+    them), the group `group` (an unweighted mean over tasks: mmnp's macro mean) and `group_<task>`."""
+    here = Path(importlib.import_module(package).__file__).parent
+    template = (here / "_template_yaml").read_text()
+    for key, value in (template_fields or {}).items():
+        template += f"{key}: {json.dumps(value)}\n"  # JSON is YAML
+    names = [f"{group}_{task.name}" for task in list_tasks()]
+    mean = [{"metric": m, "aggregation": "mean", "weight_by_size": False} for m in ("sr", "qr")]
+    files = {"_template_yaml": template, "utils.py": f"from {package}.utils import *  # noqa: F401,F403\n",
+             f"{group}.yaml": yaml.safe_dump({"group": group, "task": names, "aggregate_metric_list": mean,
+                                              "metadata": {"version": 1.0}}, sort_keys=False)}
+    for name, task in zip(names, list_tasks()):
+        files[f"{name}.yaml"] = yaml.safe_dump({"include": "_template_yaml", "task": name, **task_fields(task)},
+                                               sort_keys=False)
+    return files
+
+
+def write_task_folder(files: dict[str, str], group: str) -> Path:
+    """The folder holding `files`, under `cache_root()`, named by their digest: written once (whole,
+    through a temporary sibling and a rename), then reused by every run with the same tasks."""
+    digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
+    folder = cache_root() / f"{group}-{digest}"
+    if folder.is_dir():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        for name, text in files.items():
+            (staging / name).write_text(text)
+        os.replace(staging, folder)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not folder.is_dir():  # not a concurrent writer's finished copy: a real failure
+            raise
+    return folder
