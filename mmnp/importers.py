@@ -11,6 +11,14 @@ pictures), so `mmnp eval` and `mmnp show` read it as any other. Each record's re
 the heuristic's and the exact solver's answers as usual, and, where a published optimum is
 known, `reference["published"] = {"objective", "proven", "source", "name"}`; the exact
 solver's `proven` is true when CP-SAT proved it or it reaches a proven published optimum.
+
+Bounds (the MAX_* constants below, checked before anything is allocated for them): files up to
+8 MiB; graphs up to 1,000 vertices and 50,000 edges (a complement too); TSPLIB up to 1,000
+cities with integer coordinates within +-100,000 and each axis spanning at most 100,000;
+knapsack up to 1,000 items with weights and values 1..10^9; set cover up to 5,000 elements,
+1,000 subsets and 50,000 memberships. A file outside them, or malformed, is refused in one
+line naming `file:line` and what to do; a published optimum (`--optima`, classic.json) that is
+no whole number, or that the instance's own solutions contradict, is refused too.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import typer
 from mmnp.core import Instance, content_hash
 from mmnp.dataset import MANIFEST, atomic_write, build_manifest, instance_id
 from mmnp.errors import DataError, UsageError
+from mmnp.generators.knapsack import MAX_NUMBER  # knapsack weights and values (capacity: MAX_ITEMS times it)
 from mmnp.registry import get_task
 from mmnp.task import DEFAULT_TIME_LIMIT, Task
 
@@ -36,7 +45,7 @@ GRAPH_TASKS = ("graph_coloring", "max_clique", "vertex_cover", "min_bisection", 
 CLASSIC_META = "classic.json"
 
 # What mmnp imports at most, checked before anything is allocated for it. A prompt must stay
-# readable (a 1,000-vertex, 50,000-edge graph is already ~150k tokens), every answer must fit
+# readable (a 1,000-vertex graph with 50,000 edges already needs a long context), every answer must fit
 # the parser's MAX_VALUE_CHARS, pictures must render in seconds (the tsp grid draws a line every
 # 50 units), and every number must stay inside CP-SAT's 64-bit integers.
 MAX_FILE_BYTES = 8 * 2**20
@@ -45,13 +54,10 @@ MAX_EDGES = 50_000
 MAX_CITIES = 1_000  # TSPLIB
 MAX_COORDINATE = 100_000  # TSPLIB: |x|, |y| and the span of each axis (the picture's grid)
 MAX_ITEMS = 1_000  # OR-Library knapsack
-MAX_NUMBER = 10**9  # knapsack weights and values, as the generator's (capacity: at most MAX_ITEMS times it)
-MAX_ELEMENTS = 10_000  # set cover: the universe (OR-Library scp rows, Steiner triples)
+MAX_ELEMENTS = 5_000  # set cover: the universe (OR-Library scp rows, Steiner triples)
 MAX_SUBSETS = 1_000  # set cover: the subsets (scp columns, Steiner points)
-MAX_MEMBERSHIPS = 100_000  # set cover: (subset, element) pairs in all
-LIMITS = {"file bytes": MAX_FILE_BYTES, "vertices": MAX_VERTICES, "edges": MAX_EDGES, "cities": MAX_CITIES,
-          "coordinate": MAX_COORDINATE, "items": MAX_ITEMS, "weight or value": MAX_NUMBER,
-          "elements": MAX_ELEMENTS, "subsets": MAX_SUBSETS, "memberships": MAX_MEMBERSHIPS}
+MAX_MEMBERSHIPS = 50_000  # set cover: (subset, element) pairs in all
+
 
 
 @dataclass(frozen=True)
@@ -183,13 +189,9 @@ def read_tsplib(text: str, where: str) -> tuple[str, dict]:
     if declared is not None and declared != len(coords):
         raise DataError(f"{where}:{header['DIMENSION'][1]}: DIMENSION {declared} but {len(coords)} nodes read "
                         f"(to line {j}); correct DIMENSION or the node list")
-    shift = min(low)
-    if shift < 0:  # the picture's grid starts at 0; translating keeps every distance
-        coords = [[x - shift, y - shift] for x, y in coords]
+    if min(low) < 0:  # the picture's grid starts at 0: move each axis there (distances stay), within the span bound
+        coords = [[x - min(low[0], 0), y - min(low[1], 0)] for x, y in coords]
     grid = max(max(c) for c in coords)
-    if grid > MAX_COORDINATE:  # both axes fit the span, but not together after the shift
-        raise DataError(f"{where}:{i + 2}: the cities span x {low[0]}..{high[0]} and y {low[1]}..{high[1]}: moved to "
-                        f"0, they reach {grid}, more than mmnp imports ({MAX_COORDINATE:,}); scale the instance down")
     return header.get("NAME", (Path(where).stem, 0))[0], {"coords": coords, "grid": grid, "distance": "EUC_2D"}
 
 
@@ -257,8 +259,10 @@ class _Numbers:
         return f"{self.where}:{self.line}"
 
     def left(self) -> bool:
-        """Whether numbers are left (the next one is consumed)."""
-        return next(self._tokens, None) is not None
+        """Whether numbers are left (the next one is consumed, and `at` names its line)."""
+        for self.line, _ in self._tokens:
+            return True
+        return False
 
 
 def read_orlib(text: str, where: str) -> tuple[str, dict]:
@@ -295,9 +299,6 @@ def read_orlib(text: str, where: str) -> tuple[str, dict]:
                     "a larger instance would not fit a prompt (or this is not a knapsack, Steiner triple or scp file)")
     cols = _bounded(b, 1, MAX_SUBSETS, head, "column count (subsets)",
                     "a larger instance would not fit a prompt (or this is not a knapsack, Steiner triple or scp file)")
-    if nums.count < 2 + cols + 2 * rows:
-        raise DataError(f"{head}: {nums.count} numbers are too few for {rows} rows and {cols} columns: not a "
-                        "knapsack, Steiner triple or OR-Library set cover file (or cut short)")
     for _ in range(cols):
         if nums.take("a column cost") != 1:
             raise DataError(f"{nums.at()}: weighted set cover (costs other than 1): mmnp's set_cover counts subsets, "
@@ -430,7 +431,8 @@ def classic_instances() -> list[Published]:
     for entry in meta["instances"]:
         item = read_file(entry["format"], folder / entry["file"], entry["task"], entry.get("complement", False))
         where = f"{folder / CLASSIC_META}: {entry['name']!r}"
-        optimum, proven, source = read_claim({k: entry[k] for k in _CLAIM_KEYS if k in entry}, where)
+        claim = {"objective": entry.get("optimum"), "proven": entry.get("proven", False), "source": entry.get("source")}
+        optimum, proven, source = read_claim(claim, where)
         out.append(replace(item, name=entry["name"], optimum=optimum, proven=proven, source=source,
                            claimed_in=str(folder / CLASSIC_META)))
     return out
