@@ -108,12 +108,14 @@ def _int(token: str, where: str, what: str) -> int:
     return int(token)
 
 
-def _bounded(value: int, low: int, high: int, where: str, what: str, fix: str) -> int:
-    """`value` when low <= value <= high, else one line saying which bound it breaks and `fix`."""
-    if value < low:
-        raise DataError(f"{where}: {what} {value} is below {low}; {fix}")
-    if value > high:
-        raise DataError(f"{where}: {what} {value} is more than mmnp imports (at most {high:,}); {fix}")
+def _bounded(value: int, low: int, high: int, where: str, what: str, fix: str, bound: bool = True) -> int:
+    """`value` when low <= value <= high, else one line: above an mmnp bound (`bound`), that
+    bound; otherwise the range and `fix`."""
+    if value > high and bound:
+        raise DataError(f"{where}: {what} {value} is more than mmnp imports (at most {high:,}); a larger instance "
+                        "would not fit a prompt or a picture")
+    if not low <= value <= high:
+        raise DataError(f"{where}: {what} {value} is outside {low}..{high:,}; {fix}")
     return value
 
 
@@ -150,7 +152,7 @@ def read_tsplib(text: str, where: str) -> tuple[str, dict]:
     if "DIMENSION" in header:
         value, at = header["DIMENSION"]
         declared = _bounded(_int(value, f"{where}:{at}", "DIMENSION"), 3, MAX_CITIES, f"{where}:{at}",
-                            "DIMENSION", "a tour needs 3 cities, and a larger instance would not fit a prompt")
+                            "DIMENSION", "a tour needs 3 cities or more")
     if i >= len(lines) or lines[i].strip().upper() != "NODE_COORD_SECTION":
         raise DataError(f"{where}:{min(i + 1, len(lines)) or 1}: no NODE_COORD_SECTION before the end of the "
                         "header; only files with node coordinates can be imported")
@@ -212,10 +214,10 @@ def read_dimacs(text: str, where: str, complement: bool = False) -> tuple[int, l
             if len(parts) < 3:
                 raise DataError(f"{at}: expected 'p edge N M'")
             n = _bounded(_int(parts[2], at, "vertex count"), 2, MAX_VERTICES, at, "vertex count",
-                         "a graph task needs 2 vertices or more, and a larger graph would not fit a prompt")
+                         "a graph task needs 2 vertices or more")
             if len(parts) > 3:
                 _bounded(_int(parts[3], at, "edge count"), 0, MAX_EDGES, at, "edge count",
-                         "a larger graph would not fit a prompt")
+                         "correct the 'p' line")
         elif parts[0] == "e":
             if n is None:
                 raise DataError(f"{at}: an edge before the 'p edge N M' line")
@@ -276,7 +278,7 @@ def read_orlib(text: str, where: str) -> tuple[str, dict]:
     a, b = nums.take("the first header number"), nums.take("the second header number")
     head = nums.at()
     if nums.count == 2 + 2 * a:
-        _bounded(a, 1, MAX_ITEMS, head, "item count", "a larger instance would not fit a prompt")
+        _bounded(a, 1, MAX_ITEMS, head, "item count", "correct the header")
         capacity = _bounded(b, 1, MAX_ITEMS * MAX_NUMBER, head, "capacity", "correct the header")
         values, weights = [], []
         for _ in range(a):
@@ -286,19 +288,19 @@ def read_orlib(text: str, where: str) -> tuple[str, dict]:
                                     "knapsack weights are positive integers within CP-SAT's range"))
         return "knapsack", {"capacity": capacity, "weights": weights, "values": values}
     if nums.count == 2 + 3 * b:
-        points = _bounded(a, 1, MAX_SUBSETS, head, "point count (subsets)", "a larger instance would not fit a prompt")
-        _bounded(b, 1, MAX_ELEMENTS, head, "triple count (elements)", "a larger instance would not fit a prompt")
+        points = _bounded(a, 1, MAX_SUBSETS, head, "point count (subsets)", "correct the header")
+        _bounded(b, 1, MAX_ELEMENTS, head, "triple count (elements)", "correct the header")
         subsets: list[list[int]] = [[] for _ in range(points)]
         for row in range(1, b + 1):
             triple = {_bounded(nums.take("a point"), 1, points, nums.at(), "point",
-                               f"a triple names points 1..{points}") for _ in range(3)}
+                               "correct the triple", bound=False) for _ in range(3)}
             for p in sorted(triple):
                 subsets[p - 1].append(row)
         return "set_cover", {"universe": b, "subsets": subsets}
     rows = _bounded(a, 1, MAX_ELEMENTS, head, "row count (elements)",
-                    "a larger instance would not fit a prompt (or this is not a knapsack, Steiner triple or scp file)")
+                    "is this a knapsack, Steiner triple or scp file?")
     cols = _bounded(b, 1, MAX_SUBSETS, head, "column count (subsets)",
-                    "a larger instance would not fit a prompt (or this is not a knapsack, Steiner triple or scp file)")
+                    "is this a knapsack, Steiner triple or scp file?")
     for _ in range(cols):
         if nums.take("a column cost") != 1:
             raise DataError(f"{nums.at()}: weighted set cover (costs other than 1): mmnp's set_cover counts subsets, "
@@ -309,9 +311,9 @@ def read_orlib(text: str, where: str) -> tuple[str, dict]:
                         "a larger instance would not fit a prompt")
     for row in range(1, rows + 1):
         count = _bounded(nums.take(f"row {row}'s column count"), 1, cols, nums.at(), f"row {row}'s column count",
-                         f"each row is covered by 1..{cols} columns (a row in none cannot be covered)")
+                         "a row in no column cannot be covered", bound=False)
         for c in sorted({_bounded(nums.take(f"a column of row {row}"), 1, cols, nums.at(), f"row {row}'s column",
-                                  f"columns are numbered 1..{cols}") for _ in range(count)}):
+                                  "correct the row", bound=False) for _ in range(count)}):
             subsets[c - 1].append(row)
     if nums.left():
         raise DataError(f"{nums.at()}: numbers after the last row; is this an OR-Library scp file?")
