@@ -267,11 +267,12 @@ class _Numbers:
         return False
 
 
-def read_orlib(text: str, where: str) -> tuple[str, dict]:
+def read_orlib(text: str, where: str, unit_costs: bool = False) -> tuple[str, dict]:
     """An OR-Library style file -> (task, data), the kind told by its count of numbers:
     knapsack (`n capacity`, then n lines `value weight`), Steiner triple covering
     (`n m`, then m lines of 3 points) or unicost set cover (OR-Library scp: `m n`, n costs,
-    then per row its column count and columns). Elements are the rows (triples)."""
+    then per row its column count and columns). Elements are the rows (triples).
+    `unit_costs`: read a weighted scp file as its unicost variant (costs ignored)."""
     nums = _Numbers(text, where)
     if nums.count < 2:
         raise DataError(f"{where}:1: too short for an OR-Library file (two numbers at least)")
@@ -302,7 +303,7 @@ def read_orlib(text: str, where: str) -> tuple[str, dict]:
     cols = _bounded(b, 1, MAX_SUBSETS, head, "column count (subsets)",
                     "is this a knapsack, Steiner triple or scp file?")
     for _ in range(cols):
-        if nums.take("a column cost") != 1:
+        if nums.take("a column cost") != 1 and not unit_costs:
             raise DataError(f"{nums.at()}: weighted set cover (costs other than 1): mmnp's set_cover counts subsets, "
                             "so only unicost files can be imported")
     subsets = [[] for _ in range(cols)]
@@ -320,7 +321,8 @@ def read_orlib(text: str, where: str) -> tuple[str, dict]:
     return "set_cover", {"universe": rows, "subsets": subsets}
 
 
-def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = False) -> Published:
+def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = False,
+              unit_costs: bool = False) -> Published:
     """One file of format `fmt` as a Published instance (no optimum attached)."""
     try:
         size = path.stat().st_size
@@ -342,7 +344,7 @@ def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = 
         n, edges = read_dimacs(text, where, complement)
         return Published(task, path.stem + ("-complement" if complement else ""), {"n": n, "edges": edges}, path.name)
     if fmt == "orlib":
-        kind, data = read_orlib(text, where)
+        kind, data = read_orlib(text, where, unit_costs)
         if task not in (None, kind):
             raise UsageError(f"--task {task}: {where} is a {kind} file")
         return Published(kind, path.stem, data, path.name)
@@ -431,7 +433,8 @@ def classic_instances() -> list[Published]:
     meta = json.loads((folder / CLASSIC_META).read_text())
     out = []
     for entry in meta["instances"]:
-        item = read_file(entry["format"], folder / entry["file"], entry["task"], entry.get("complement", False))
+        item = read_file(entry["format"], folder / entry["file"], entry["task"], entry.get("complement", False),
+                         entry.get("unit_costs", False))
         where = f"{folder / CLASSIC_META}: {entry['name']!r}"
         claim = {"objective": entry.get("optimum"), "proven": entry.get("proven", False), "source": entry.get("source")}
         optimum, proven, source = read_claim(claim, where)

@@ -79,8 +79,10 @@ def test_orlib_shapes_knapsack_steiner_and_unicost_scp():
     scp = "3 2\n1 1\n1 1\n2 1 2\n1 2\n"  # 3 rows, 2 columns, unit costs
     kind, data = read_orlib(scp, "c.txt")
     assert kind == "set_cover" and data == {"universe": 3, "subsets": [[1, 2], [2, 3]]}
-    with pytest.raises(DataError, match="weighted set cover"):
-        read_orlib(scp.replace("1 1\n1 1", "1 7\n1 1", 1), "c.txt")
+    weighted = scp.replace("1 1\n1 1", "1 7\n1 1", 1)
+    with pytest.raises(DataError, match="c.txt:2: weighted set cover"):
+        read_orlib(weighted, "c.txt")
+    assert read_orlib(weighted, "c.txt", unit_costs=True) == ("set_cover", data)  # its unicost variant
 
 
 def test_import_builds_a_dataset_with_published_optima(tmp_path: Path):
