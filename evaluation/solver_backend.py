@@ -3,7 +3,13 @@ as any model, so a leaderboard exists without a GPU and the pipeline is testable
 
 `solver:heuristic` and `solver:optimal` reuse the dataset's stored references;
 `solver:random` draws a uniformly random candidate (seeded per instance and sample); any
-other name is a function of the task's solver module.
+other name is a function of the task's solver module, such as `solver:trivial`, each task's
+simplest feasible answer (every vertex, every subset, one colour per vertex, the empty
+knapsack...): SR 1 and the QR that feasibility alone earns.
+
+`solver:parrot` answers every request with its own prompt (the text prompt, the image
+prompt, the probe's instruction), as a model that copies its input would: prompts show the
+answer's form with placeholders the parser refuses, so it must score SR 0 everywhere.
 
 Two baselines bound the optional protocols: `solver:transcribe` answers the perception probe
 (--probe transcribe) with the exact transcription (and the task with the heuristic), while every
@@ -51,6 +57,9 @@ class SolverBackend:
                              "options")
         for request in requests:
             start = time.perf_counter()
+            if self.solver == "parrot":  # what copying the prompt earns: nothing
+                emit(request, Completion(request.text, latency_s=time.perf_counter() - start))
+                continue
             try:
                 solution = self._solve(request, sampling)
             except UsageError:  # a solver that does not exist: stop at once, not one failure per sample
@@ -86,7 +95,8 @@ class SolverBackend:
             return task.solver.optimal(inst.data, self.time_limit, inst.reference["heuristic"]["solution"])[0]
         fn = getattr(task.solver, self.solver, None)
         if fn is None or self.solver.startswith("_") or not callable(fn):
-            raise UsageError(f"{task.name} has no solver {self.solver!r}; try heuristic, optimal or random")
+            raise UsageError(f"{task.name} has no solver {self.solver!r}; try heuristic, optimal, random, trivial or "
+                             "parrot")
         return fn(inst.data)
 
 

@@ -28,8 +28,7 @@ PRESETS = {
 FORMAT = answer_instructions(
     "Give the colours as a list of positive integers, where the i-th entry is the colour of vertex i "
     "(use as few distinct colours as you can).",
-    "[1, 2, 1, 3]",
-    "for 4 vertices",
+    "[<colour of vertex 0>, <colour of vertex 1>, <colour of vertex 2>, ...]",
 )
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Colour every vertex "

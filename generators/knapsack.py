@@ -39,7 +39,7 @@ PRESETS = {
 
 FORMAT = answer_instructions(
     "Give the chosen items as a list of item ids, each at most once.",
-    "[0, 3, 4]",
+    "[<item id>, <item id>, ...]",
 )
 IMAGE_PROMPT = (
     "The image shows a knapsack capacity and a table of items with their weights and values. Choose a set of "

@@ -27,7 +27,7 @@ PRESETS = {
 FORMAT = answer_instructions(
     "Give the cycle as a list of vertex ids in order, each at most once (the edge from the last back to the "
     "first is implied and must exist).",
-    "[0, 3, 5, 2]",
+    "[<first vertex id>, <next vertex id>, <next vertex id>, ...]",
 )
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find the longest simple "

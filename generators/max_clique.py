@@ -28,7 +28,7 @@ PRESETS = {
 
 FORMAT = answer_instructions(
     "Give the clique as a list of vertex ids, each at most once.",
-    "[1, 4, 6]",
+    "[<vertex id>, <vertex id>, ...]",
 )
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find a largest clique: "

@@ -37,7 +37,7 @@ PRESETS = {
 FORMAT = answer_instructions(
     'Give the schedule as a list of (meeting id, room id, "HH:MM" start time) entries; leave out meetings you '
     "do not schedule.",
-    '[(0, 1, "09:30"), (2, 0, "13:00")]',
+    '[(<meeting id>, <room id>, "<HH:MM>"), (<meeting id>, <room id>, "<HH:MM>"), ...]',
 )
 RULES = (
     "Schedule as many attendees as possible (the score is the total number of attendees of the scheduled "

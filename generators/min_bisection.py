@@ -27,8 +27,7 @@ PRESETS = {
 
 FORMAT = answer_instructions(
     "Give one half as a list of vertex ids (the other half is every other vertex).",
-    "[0, 2, 3]",
-    "for 6 vertices",
+    "[<vertex id>, <vertex id>, ...]",
 )
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Split the vertices into "

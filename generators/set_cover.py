@@ -30,7 +30,7 @@ PRESETS = {
 
 FORMAT = answer_instructions(
     "Give the chosen subsets as a list of subset ids, each at most once.",
-    "[0, 3, 7]",
+    "[<subset id>, <subset id>, ...]",
 )
 IMAGE_PROMPT = (
     "The image shows a universe of elements and a table of subsets: a filled cell means the subset in that row "

@@ -35,7 +35,7 @@ PRESETS = {
 
 FORMAT = answer_instructions(
     "Give the chosen numbers by their indices (0-based), each index at most once.",
-    "[0, 2, 5]",
+    "[<index>, <index>, ...]",
 )
 IMAGE_PROMPT = (
     "The image shows a target and a table of numbers with their indices. Choose numbers whose sum is exactly "

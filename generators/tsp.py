@@ -29,8 +29,7 @@ DISTANCE_RULE = (
 FORMAT = answer_instructions(
     "Give the tour as a list of city ids in visiting order, every city exactly once "
     "(the return to the first city is implied).",
-    "[0, 2, 3, 1]",
-    "for 4 cities",
+    "[<first city id>, <second city id>, ...]",
 )
 IMAGE_PROMPT = (
     "The image shows cities on a plane with integer coordinates, and a table of their exact coordinates. "

@@ -27,7 +27,7 @@ PRESETS = {
 
 FORMAT = answer_instructions(
     "Give the cover as a list of vertex ids, each at most once.",
-    "[0, 3, 4]",
+    "[<vertex id>, <vertex id>, ...]",
 )
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find a smallest "

@@ -11,11 +11,20 @@ pictures), so `mmnp eval` and `mmnp show` read it as any other. Each record's re
 the heuristic's and the exact solver's answers as usual, and, where a published optimum is
 known, `reference["published"] = {"objective", "proven", "source", "name"}`; the exact
 solver's `proven` is true when CP-SAT proved it or it reaches a proven published optimum.
+
+Bounds (the MAX_* constants below, checked before anything is allocated for them): files up to
+8 MiB; graphs up to 1,000 vertices and 50,000 edges (a complement too); TSPLIB up to 1,000
+cities with integer coordinates within +-100,000 and each axis spanning at most 100,000;
+knapsack up to 1,000 items with weights and values 1..10^9; set cover up to 5,000 elements,
+1,000 subsets and 50,000 memberships. A file outside them, or malformed, is refused in one
+line naming `file:line` and what to do; a published optimum (`--optima`, classic.json) that is
+no whole number, or that the instance's own solutions contradict, is refused too.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -27,17 +36,34 @@ import typer
 from mmnp.core import Instance, content_hash
 from mmnp.dataset import MANIFEST, atomic_write, build_manifest, instance_id
 from mmnp.errors import DataError, UsageError
+from mmnp.generators.knapsack import MAX_NUMBER  # knapsack weights and values (capacity: MAX_ITEMS times it)
 from mmnp.registry import get_task
-from mmnp.task import DEFAULT_TIME_LIMIT
+from mmnp.task import DEFAULT_TIME_LIMIT, Task
 
 FORMATS = ("tsplib", "dimacs", "orlib", "classic")
 GRAPH_TASKS = ("graph_coloring", "max_clique", "vertex_cover", "min_bisection", "longest_cycle")
 CLASSIC_META = "classic.json"
 
+# What mmnp imports at most, checked before anything is allocated for it. A prompt must stay
+# readable (a 1,000-vertex graph with 50,000 edges already needs a long context), every answer must fit
+# the parser's MAX_VALUE_CHARS, pictures must render in seconds (the tsp grid draws a line every
+# 50 units), and every number must stay inside CP-SAT's 64-bit integers.
+MAX_FILE_BYTES = 8 * 2**20
+MAX_VERTICES = 1_000  # DIMACS graphs (and their complements)
+MAX_EDGES = 50_000
+MAX_CITIES = 1_000  # TSPLIB
+MAX_COORDINATE = 100_000  # TSPLIB: |x|, |y| and the span of each axis (the picture's grid)
+MAX_ITEMS = 1_000  # OR-Library knapsack
+MAX_ELEMENTS = 5_000  # set cover: the universe (OR-Library scp rows, Steiner triples)
+MAX_SUBSETS = 1_000  # set cover: the subsets (scp columns, Steiner points)
+MAX_MEMBERSHIPS = 50_000  # set cover: (subset, element) pairs in all
+
+
 
 @dataclass(frozen=True)
 class Published:
-    """One instance read from a file: its task, name and data, and its published optimum."""
+    """One instance read from a file: its task, name and data, and its published optimum
+    (`claimed_in`: where that claim was read, for the messages that refuse it)."""
 
     task: str
     name: str
@@ -46,6 +72,7 @@ class Published:
     optimum: float | None = None
     proven: bool = False
     source: str | None = None
+    claimed_in: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,149 +96,242 @@ class ImportSpec:
 
 # -- readers ------------------------------------------------------------------------------
 
-def _numbers(tokens: list[str], where: str) -> list[int]:
-    try:
-        return [int(t) for t in tokens]
-    except ValueError:
-        bad = next(t for t in tokens if not re.fullmatch(r"[+-]?\d+", t))
-        raise DataError(f"{where}: {bad!r} is not an integer; is this the right format?") from None
+_INTEGER = re.compile(r"[+-]?\d{1,40}")  # cheap to convert; the range checks then say what fits
+
+
+def _int(token: str, where: str, what: str) -> int:
+    """`token` as an integer, or one line naming the place (`where` is `file:line`)."""
+    if not _INTEGER.fullmatch(token):
+        if token.lstrip("+-").isdigit():
+            raise DataError(f"{where}: {what} {token[:24]}... has {len(token)} digits, far more than mmnp imports")
+        raise DataError(f"{where}: {what} {token[:24]!r} is not an integer; is this the right format?")
+    return int(token)
+
+
+def _bounded(value: int, low: int, high: int, where: str, what: str, fix: str, bound: bool = True) -> int:
+    """`value` when low <= value <= high, else one line: above an mmnp bound (`bound`), that
+    bound; otherwise the range and `fix`."""
+    if value > high and bound:
+        raise DataError(f"{where}: {what} {value} is more than mmnp imports (at most {high:,}); a larger instance "
+                        "would not fit a prompt or a picture")
+    if not low <= value <= high:
+        raise DataError(f"{where}: {what} {value} is outside {low}..{high:,}; {fix}")
+    return value
+
+
+def _lines(text: str):
+    """(line number, whitespace-split fields) of each line, lazily."""
+    for j, line in enumerate(text.splitlines(), start=1):
+        yield j, line.split()
 
 
 def read_tsplib(text: str, where: str) -> tuple[str, dict]:
     """A TSPLIB EUC_2D file -> (NAME, tsp data). Refuses other distance types: mmnp's tsp
-    verifier measures TSPLIB EUC_2D lengths, so an ATT or GEO optimum would not apply."""
-    header: dict[str, str] = {}
+    verifier measures TSPLIB EUC_2D lengths, so an ATT or GEO optimum would not apply. At most
+    MAX_CITIES cities with integer coordinates within MAX_COORDINATE (also the span of each axis)."""
+    header: dict[str, tuple[str, int]] = {}  # key -> (value, line)
     lines = text.splitlines()
     i = 0
     while i < len(lines) and lines[i].strip().upper() not in ("NODE_COORD_SECTION", "EOF"):
         key, sep, value = lines[i].partition(":")
         if sep:
-            header[key.strip().upper()] = value.strip()
+            header[key.strip().upper()] = (value.strip(), i + 1)
         elif lines[i].strip():
             raise DataError(f"{where}:{i + 1}: {lines[i].strip()[:40]!r} is not a 'KEY : value' header line; "
                             "is this a TSPLIB .tsp file?")
         i += 1
-    kind = header.get("TYPE", "TSP").split()[0].upper()
-    if kind != "TSP":
-        raise DataError(f"{where}: TYPE {kind}: only symmetric TSP files (TYPE : TSP) can be imported")
-    metric = header.get("EDGE_WEIGHT_TYPE", "").upper()
-    if metric != "EUC_2D":
-        raise DataError(f"{where}: EDGE_WEIGHT_TYPE {metric or 'missing'}: mmnp's tsp measures TSPLIB EUC_2D "
-                        "(rounded Euclidean) lengths, so this file's optimum would not apply; "
-                        "only EUC_2D files can be imported")
-    if i >= len(lines):
-        raise DataError(f"{where}: no NODE_COORD_SECTION")
+    kind, at = header.get("TYPE", ("TSP", 1))
+    if kind.upper().split()[:1] != ["TSP"]:
+        raise DataError(f"{where}:{at}: TYPE {kind[:20]}: only symmetric TSP files (TYPE : TSP) can be imported")
+    metric, at = header.get("EDGE_WEIGHT_TYPE", ("", i + 1))
+    if metric.upper() != "EUC_2D":
+        raise DataError(f"{where}:{at}: EDGE_WEIGHT_TYPE {metric[:20] or 'missing'}: mmnp's tsp measures TSPLIB "
+                        "EUC_2D (rounded Euclidean) lengths, so this file's optimum would not apply; only EUC_2D "
+                        "files can be imported")
+    declared = None
+    if "DIMENSION" in header:
+        value, at = header["DIMENSION"]
+        declared = _bounded(_int(value, f"{where}:{at}", "DIMENSION"), 3, MAX_CITIES, f"{where}:{at}",
+                            "DIMENSION", "a tour needs 3 cities or more")
+    if i >= len(lines) or lines[i].strip().upper() != "NODE_COORD_SECTION":
+        raise DataError(f"{where}:{min(i + 1, len(lines)) or 1}: no NODE_COORD_SECTION before the end of the "
+                        "header; only files with node coordinates can be imported")
     coords: list[list[int]] = []
+    low, high = [MAX_COORDINATE + 1] * 2, [-MAX_COORDINATE - 1] * 2
+    j = i + 1
     for j, line in enumerate(lines[i + 1:], start=i + 2):
         parts = line.split()
         if not parts or parts[0].upper() == "EOF":
             break
         if len(parts) != 3:
             raise DataError(f"{where}:{j}: expected 'id x y', got {line.strip()[:40]!r}")
+        ident = _int(parts[0], f"{where}:{j}", "node id")
+        if ident != len(coords) + 1:
+            raise DataError(f"{where}:{j}: node {ident} out of order (expected {len(coords) + 1}); nodes must be "
+                            "numbered 1, 2, 3, ... in order")
+        if len(coords) == (declared or MAX_CITIES):
+            raise DataError(f"{where}:{j}: more nodes than " + (f"DIMENSION {declared}" if declared else
+                            f"mmnp imports (at most {MAX_CITIES:,} cities)") + "; check the file")
         try:
-            ident, x, y = int(parts[0]), float(parts[1]), float(parts[2])
+            xy = [float(parts[1]), float(parts[2])]
         except ValueError:
             raise DataError(f"{where}:{j}: expected 'id x y' numbers, got {line.strip()[:40]!r}") from None
-        if ident != len(coords) + 1:
-            raise DataError(f"{where}:{j}: node {ident} out of order (expected {len(coords) + 1})")
-        if not (x.is_integer() and y.is_integer()):
-            raise DataError(f"{where}:{j}: coordinates ({parts[1]}, {parts[2]}) are not integers; mmnp's tsp "
-                            "prompt states integer coordinates, so this file cannot be imported as it is")
-        coords.append([int(x), int(y)])
-    n = int(header.get("DIMENSION", len(coords)))
-    if n != len(coords) or n < 3:
-        raise DataError(f"{where}: DIMENSION {n} but {len(coords)} nodes read")
-    low = min(min(c) for c in coords)
-    if low < 0:  # the picture's grid starts at 0; translating keeps every distance
-        coords = [[x - low, y - low] for x, y in coords]
+        if not all(math.isfinite(v) and v.is_integer() for v in xy):
+            raise DataError(f"{where}:{j}: coordinates ({parts[1][:20]}, {parts[2][:20]}) are not integers; mmnp's "
+                            "tsp prompt states integer coordinates, so this file cannot be imported as it is")
+        for axis, v in enumerate(xy):
+            low[axis], high[axis] = min(low[axis], int(v)), max(high[axis], int(v))
+            if abs(v) > MAX_COORDINATE or high[axis] - low[axis] > MAX_COORDINATE:
+                raise DataError(f"{where}:{j}: coordinate {parts[1 + axis][:20]} makes the cities span more than "
+                                f"mmnp imports (coordinates and their spread at most {MAX_COORDINATE:,}); scale the "
+                                "instance down")
+        coords.append([int(xy[0]), int(xy[1])])
+    if declared is None and len(coords) < 3:
+        raise DataError(f"{where}:{j}: {len(coords)} nodes read; a tour needs at least 3")
+    if declared is not None and declared != len(coords):
+        raise DataError(f"{where}:{header['DIMENSION'][1]}: DIMENSION {declared} but {len(coords)} nodes read "
+                        f"(to line {j}); correct DIMENSION or the node list")
+    if min(low) < 0:  # the picture's grid starts at 0: move each axis there (distances stay), within the span bound
+        coords = [[x - min(low[0], 0), y - min(low[1], 0)] for x, y in coords]
     grid = max(max(c) for c in coords)
-    return header.get("NAME", Path(where).stem), {"coords": coords, "grid": grid, "distance": "EUC_2D"}
+    return header.get("NAME", (Path(where).stem, 0))[0], {"coords": coords, "grid": grid, "distance": "EUC_2D"}
 
 
 def read_dimacs(text: str, where: str, complement: bool = False) -> tuple[int, list[list[int]]]:
     """A DIMACS graph (.col/.clq: `p edge n m`, `e u v`) -> (n, edges), edges normalised:
     0-based, smaller id first, no loops or repeats, sorted. `complement`: the complement graph
-    (a clique file's maximum clique is its complement's largest independent set)."""
-    n, edges = None, set()
-    for j, line in enumerate(text.splitlines(), start=1):
-        parts = line.split()
+    (a clique file's maximum clique is its complement's largest independent set). At most
+    MAX_VERTICES vertices and MAX_EDGES edges, the complement's included."""
+    n, edges, last = None, set(), 0
+    for j, parts in _lines(text):
+        last = j
         if not parts or parts[0] == "c":
             continue
+        at = f"{where}:{j}"
         if parts[0] == "p":
+            if n is not None:
+                raise DataError(f"{at}: a second 'p' line; a DIMACS file has one 'p edge N M' line")
             if len(parts) < 3:
-                raise DataError(f"{where}:{j}: expected 'p edge N M'")
-            n = _numbers(parts[2:3], f"{where}:{j}")[0]
+                raise DataError(f"{at}: expected 'p edge N M'")
+            n = _bounded(_int(parts[2], at, "vertex count"), 2, MAX_VERTICES, at, "vertex count",
+                         "a graph task needs 2 vertices or more")
+            if len(parts) > 3:
+                _bounded(_int(parts[3], at, "edge count"), 0, MAX_EDGES, at, "edge count",
+                         "correct the 'p' line")
         elif parts[0] == "e":
             if n is None:
-                raise DataError(f"{where}:{j}: an edge before the 'p edge N M' line")
+                raise DataError(f"{at}: an edge before the 'p edge N M' line")
             if len(parts) != 3:
-                raise DataError(f"{where}:{j}: expected 'e U V'")
-            u, v = _numbers(parts[1:], f"{where}:{j}")
+                raise DataError(f"{at}: expected 'e U V'")
+            u, v = _int(parts[1], at, "vertex"), _int(parts[2], at, "vertex")
             if not (1 <= u <= n and 1 <= v <= n):
-                raise DataError(f"{where}:{j}: edge ({u}, {v}) names a vertex outside 1..{n}")
+                raise DataError(f"{at}: edge ({u}, {v}) names a vertex outside 1..{n}")
             if u != v:
                 edges.add((min(u, v) - 1, max(u, v) - 1))
+                if len(edges) > MAX_EDGES:
+                    raise DataError(f"{at}: more than {MAX_EDGES:,} edges, more than mmnp imports; a larger graph "
+                                    "would not fit a prompt")
         elif parts[0] not in ("n", "x"):  # vertex weights and extensions carry nothing for mmnp
-            raise DataError(f"{where}:{j}: unknown line {line.strip()[:40]!r}; is this a DIMACS graph file?")
+            raise DataError(f"{at}: unknown line {' '.join(parts)[:40]!r}; is this a DIMACS graph file?")
     if n is None:
-        raise DataError(f"{where}: no 'p edge N M' line; is this a DIMACS graph file?")
+        raise DataError(f"{where}:{last or 1}: no 'p edge N M' line before the end; is this a DIMACS graph file?")
     if complement:
+        count = n * (n - 1) // 2 - len(edges)
+        if count > MAX_EDGES:
+            raise DataError(f"{where}:{last}: the complement has {count:,} edges, more than mmnp imports "
+                            f"({MAX_EDGES:,}); import the graph itself, or a smaller one")
         edges = {(u, v) for u in range(n) for v in range(u + 1, n)} - edges
     return n, [list(e) for e in sorted(edges)]
 
 
-def read_orlib(text: str, where: str) -> tuple[str, dict]:
-    """An OR-Library style file -> (task, data), the kind told by its shape:
+class _Numbers:
+    """An OR-Library file's integers in order, each with its line, read lazily (`take`)."""
+
+    def __init__(self, text: str, where: str) -> None:
+        self.where, self.count = where, sum(1 for _ in re.finditer(r"\S+", text))
+        self._tokens = ((j, token) for j, parts in _lines(text) for token in parts)
+        self.line = 1
+
+    def take(self, what: str) -> int:
+        for self.line, token in self._tokens:
+            return _int(token, f"{self.where}:{self.line}", what)
+        raise DataError(f"{self.where}:{self.line}: the file ends where {what} should be; is it cut short?")
+
+    def at(self) -> str:
+        return f"{self.where}:{self.line}"
+
+    def left(self) -> bool:
+        """Whether numbers are left (the next one is consumed, and `at` names its line)."""
+        for self.line, _ in self._tokens:
+            return True
+        return False
+
+
+def read_orlib(text: str, where: str, unit_costs: bool = False) -> tuple[str, dict]:
+    """An OR-Library style file -> (task, data), the kind told by its count of numbers:
     knapsack (`n capacity`, then n lines `value weight`), Steiner triple covering
     (`n m`, then m lines of 3 points) or unicost set cover (OR-Library scp: `m n`, n costs,
-    then per row its column count and columns). Elements are the rows (triples)."""
-    tokens = text.split()
-    nums = _numbers(tokens, where)
-    if len(nums) < 2:
-        raise DataError(f"{where}: too short for an OR-Library file")
-    a, b = nums[0], nums[1]
-    if len(nums) == 2 + 2 * a:
-        values, weights = nums[2::2], nums[3::2]
-        if min(weights + values) < 1:
-            raise DataError(f"{where}: knapsack weights and values must be positive integers")
-        return "knapsack", {"capacity": b, "weights": weights, "values": values}
-    if len(nums) == 2 + 3 * b:
-        points, triples = a, [nums[2 + 3 * k: 5 + 3 * k] for k in range(b)]
-        if any(not 1 <= p <= points for t in triples for p in t):
-            raise DataError(f"{where}: a triple names a point outside 1..{points}")
-        subsets = [[] for _ in range(points)]
-        for row, triple in enumerate(triples, start=1):
-            for p in sorted(set(triple)):
+    then per row its column count and columns). Elements are the rows (triples).
+    `unit_costs`: read a weighted scp file as its unicost variant (costs ignored)."""
+    nums = _Numbers(text, where)
+    if nums.count < 2:
+        raise DataError(f"{where}:1: too short for an OR-Library file (two numbers at least)")
+    a, b = nums.take("the first header number"), nums.take("the second header number")
+    head = nums.at()
+    if nums.count == 2 + 2 * a:
+        _bounded(a, 1, MAX_ITEMS, head, "item count", "correct the header")
+        capacity = _bounded(b, 1, MAX_ITEMS * MAX_NUMBER, head, "capacity", "correct the header")
+        values, weights = [], []
+        for _ in range(a):
+            values.append(_bounded(nums.take("a value"), 1, MAX_NUMBER, nums.at(), "value",
+                                   "knapsack values are positive integers within CP-SAT's range"))
+            weights.append(_bounded(nums.take("a weight"), 1, MAX_NUMBER, nums.at(), "weight",
+                                    "knapsack weights are positive integers within CP-SAT's range"))
+        return "knapsack", {"capacity": capacity, "weights": weights, "values": values}
+    if nums.count == 2 + 3 * b:
+        points = _bounded(a, 1, MAX_SUBSETS, head, "point count (subsets)", "correct the header")
+        _bounded(b, 1, MAX_ELEMENTS, head, "triple count (elements)", "correct the header")
+        subsets: list[list[int]] = [[] for _ in range(points)]
+        for row in range(1, b + 1):
+            triple = {_bounded(nums.take("a point"), 1, points, nums.at(), "point",
+                               "correct the triple", bound=False) for _ in range(3)}
+            for p in sorted(triple):
                 subsets[p - 1].append(row)
         return "set_cover", {"universe": b, "subsets": subsets}
-    rows, cols = a, b
-    if len(nums) < 2 + cols:
-        raise DataError(f"{where}: not a knapsack, Steiner triple or OR-Library set cover file (too few numbers)")
-    if any(c != 1 for c in nums[2:2 + cols]):
-        raise DataError(f"{where}: weighted set cover (costs other than 1): mmnp's set_cover counts subsets, "
-                        "so only unicost files can be imported")
+    rows = _bounded(a, 1, MAX_ELEMENTS, head, "row count (elements)",
+                    "is this a knapsack, Steiner triple or scp file?")
+    cols = _bounded(b, 1, MAX_SUBSETS, head, "column count (subsets)",
+                    "is this a knapsack, Steiner triple or scp file?")
+    for _ in range(cols):
+        if nums.take("a column cost") != 1 and not unit_costs:
+            raise DataError(f"{nums.at()}: weighted set cover (costs other than 1): mmnp's set_cover counts subsets, "
+                            "so only unicost files can be imported")
     subsets = [[] for _ in range(cols)]
-    k = 2 + cols
+    if nums.count - 2 - cols - rows > MAX_MEMBERSHIPS:
+        raise DataError(f"{head}: the rows list more than {MAX_MEMBERSHIPS:,} memberships, more than mmnp imports; "
+                        "a larger instance would not fit a prompt")
     for row in range(1, rows + 1):
-        if k >= len(nums):
-            raise DataError(f"{where}: ends at row {row} of {rows}")
-        count, members = nums[k], nums[k + 1: k + 1 + nums[k]]
-        if len(members) != count or any(not 1 <= c <= cols for c in members):
-            raise DataError(f"{where}: row {row} lists columns outside 1..{cols} or is cut short")
-        for c in sorted(set(members)):
+        count = _bounded(nums.take(f"row {row}'s column count"), 1, cols, nums.at(), f"row {row}'s column count",
+                         "a row in no column cannot be covered", bound=False)
+        for c in sorted({_bounded(nums.take(f"a column of row {row}"), 1, cols, nums.at(), f"row {row}'s column",
+                                  "correct the row", bound=False) for _ in range(count)}):
             subsets[c - 1].append(row)
-        k += 1 + count
-    if k != len(nums):
-        raise DataError(f"{where}: {len(nums) - k} numbers after the last row; is this an OR-Library scp file?")
+    if nums.left():
+        raise DataError(f"{nums.at()}: numbers after the last row; is this an OR-Library scp file?")
     return "set_cover", {"universe": rows, "subsets": subsets}
 
 
-def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = False) -> Published:
+def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = False,
+              unit_costs: bool = False) -> Published:
     """One file of format `fmt` as a Published instance (no optimum attached)."""
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise DataError(f"{path}:1: {size:,} bytes, more than mmnp imports ({MAX_FILE_BYTES:,}); an instance "
+                            "within mmnp's bounds takes far less")
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
-        raise DataError(f"{path}: cannot read it ({e.strerror})") from None
+        raise DataError(f"{path}: cannot read it ({e.strerror or e}); check the path") from None
     where = str(path)
     if fmt == "tsplib":
         if task not in (None, "tsp"):
@@ -222,15 +342,83 @@ def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = 
         if task not in GRAPH_TASKS:
             raise UsageError(f"{where}: a DIMACS graph serves several tasks; pass --task, one of {', '.join(GRAPH_TASKS)}")
         n, edges = read_dimacs(text, where, complement)
-        if task == "longest_cycle" and not edges:
-            raise DataError(f"{where}: a graph without edges has no cycle")
         return Published(task, path.stem + ("-complement" if complement else ""), {"n": n, "edges": edges}, path.name)
     if fmt == "orlib":
-        kind, data = read_orlib(text, where)
+        kind, data = read_orlib(text, where, unit_costs)
         if task not in (None, kind):
             raise UsageError(f"--task {task}: {where} is a {kind} file")
         return Published(kind, path.stem, data, path.name)
     raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+# -- published optima ---------------------------------------------------------------------
+
+_CLAIM_KEYS = {"objective", "proven", "source"}
+
+
+def read_claim(entry: Any, where: str) -> tuple[float, bool, str | None]:
+    """A published optimum `{"objective", "proven", "source"}` as (objective, proven, source):
+    the objective a finite whole number >= 0 (every mmnp objective is one), `proven` a JSON
+    boolean, `source` a text; anything else is one line naming `where` (file: entry)."""
+    if not isinstance(entry, dict):
+        raise DataError(f"{where}: expected {{\"objective\": x, \"proven\": true, \"source\": \"...\"}}, "
+                        f"got {json.dumps(entry)[:40]}")
+    unknown = set(entry) - _CLAIM_KEYS
+    if unknown or "objective" not in entry:
+        raise DataError(f"{where}: " + (f"unknown key {sorted(unknown)[0]!r}" if unknown else "no 'objective'")
+                        + f"; an entry has the keys {', '.join(sorted(_CLAIM_KEYS))} ('objective' required)")
+    objective = entry["objective"]
+    if isinstance(objective, bool) or not isinstance(objective, (int, float)):
+        raise DataError(f"{where}: objective {json.dumps(objective)[:40]} is not a number; write the published "
+                        "optimum as a JSON number")
+    if not (math.isfinite(objective) and float(objective).is_integer() and objective >= 0):
+        raise DataError(f"{where}: objective {objective} is not a whole number >= 0, as every mmnp objective "
+                        "(tour length, count, total value) is; correct it")
+    proven = entry.get("proven", False)
+    if not isinstance(proven, bool):
+        raise DataError(f"{where}: proven {json.dumps(proven)[:40]} is not true or false; write a JSON boolean")
+    source = entry.get("source")
+    if source is not None and not isinstance(source, str):
+        raise DataError(f"{where}: source {json.dumps(source)[:40]} is not a text; write where the optimum is "
+                        "published")
+    return int(objective), proven, source
+
+
+def load_optima(path: Path | None) -> dict[str, tuple[float, bool, str | None]]:
+    """--optima FILE: {name: {"objective": x, "proven": bool, "source": "..."}}, each entry
+    checked by `read_claim`."""
+    if path is None:
+        return {}
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"--optima {path}: cannot read it ({e}); check the path") from None
+    except ValueError as e:
+        raise DataError(f"--optima {path}:{getattr(e, 'lineno', 1)}: not JSON ({e}); write "
+                        "{name: {\"objective\": x, \"proven\": true, \"source\": \"...\"}}") from None
+    if not isinstance(table, dict):
+        raise DataError(f"--optima {path}: expected {{name: {{\"objective\": x, \"proven\": true, \"source\": "
+                        "\"...\"}}}}")
+    return {name: read_claim(entry, f"--optima {path}: {name!r}") for name, entry in table.items()}
+
+
+def check_claim(item: Published, task: Task, heuristic: float, found: float, proven: bool,
+                bound: float | None) -> None:
+    """Refuse a published optimum that the instance's own solutions contradict: a proven one
+    worse than a feasible solution found (the heuristic's, the exact solver's), or any better
+    than an optimum CP-SAT proved or than its proven bound. A wrong claim would otherwise
+    make every model's optimality figures false."""
+    claim, where = item.optimum, f"{item.claimed_in or item.file}: {item.name!r}"
+    best = found if task.is_better(found, heuristic) else heuristic
+    if item.proven and task.is_better(best, claim):
+        raise DataError(f"{where}: the claimed proven optimum {claim} is worse than the feasible {best} the "
+                        f"reference solvers found for {item.file}; correct the value, or drop it")
+    if proven and task.is_better(claim, found):
+        raise DataError(f"{where}: the claimed optimum {claim} is better than {found}, which CP-SAT proved optimal "
+                        f"for {item.file}; correct the value, or check that the file is the published one")
+    if bound is not None and task.is_better(claim, bound):
+        raise DataError(f"{where}: the claimed optimum {claim} is better than CP-SAT's proven bound {bound} for "
+                        f"{item.file}; correct the value, or check that the file is the published one")
 
 
 # -- the classic set ----------------------------------------------------------------------
@@ -245,9 +433,13 @@ def classic_instances() -> list[Published]:
     meta = json.loads((folder / CLASSIC_META).read_text())
     out = []
     for entry in meta["instances"]:
-        item = read_file(entry["format"], folder / entry["file"], entry["task"], entry.get("complement", False))
-        out.append(replace(item, name=entry["name"], optimum=entry["optimum"], proven=entry["proven"],
-                           source=entry["source"]))
+        item = read_file(entry["format"], folder / entry["file"], entry["task"], entry.get("complement", False),
+                         entry.get("unit_costs", False))
+        where = f"{folder / CLASSIC_META}: {entry['name']!r}"
+        claim = {"objective": entry.get("optimum"), "proven": entry.get("proven", False), "source": entry.get("source")}
+        optimum, proven, source = read_claim(claim, where)
+        out.append(replace(item, name=entry["name"], optimum=optimum, proven=proven, source=source,
+                           claimed_in=str(folder / CLASSIC_META)))
     return out
 
 
@@ -256,16 +448,32 @@ def classic_instances() -> list[Published]:
 def build_instance(item: Published, index: int, shard: str, optimal: bool = True,
                    time_limit: float = DEFAULT_TIME_LIMIT) -> Instance:
     """The instance record for `item`: prompts, heuristic and (when `optimal`) exact references,
-    and the published optimum where known."""
+    and the published optimum where known, refused when the instance contradicts it
+    (`check_claim`) or when it leaves the Quality Ratio undefined (a reference objective of 0)."""
+    from mmnp.solvers import cpsat
+
     task = get_task(item.task)
     data = item.data
+    if task.name == "longest_cycle" and not task.solver.trivial(data):
+        raise DataError(f"{item.file}: the graph has no cycle, so no longest_cycle answer is feasible; import a "
+                        "graph with a cycle")
     heuristic = task._reference(data, task.solver.heuristic(data))
+    if heuristic["objective"] == 0:
+        raise DataError(f"{item.file}: its reference objective is 0 (e.g. a graph without edges), so the Quality "
+                        "Ratio is undefined; import an instance whose answers score above 0")
     reference: dict[str, Any] = {"heuristic": heuristic, "optimal": None}
+    found, proven, bound = heuristic, False, None
     if optimal:
-        solution, proven = task.solver.optimal(data, time_limit, heuristic["solution"])
+        with cpsat.effort() as work:
+            solution, proven = task.solver.optimal(data, time_limit, heuristic["solution"])
         found = task._reference(data, solution)
         if task.is_better(heuristic["objective"], found["objective"]):
             found = heuristic
+        if not proven and work["bound"] is not None:
+            bound = task._bound(work["bound"])
+    if item.optimum is not None:
+        check_claim(item, task, heuristic["objective"], found["objective"], proven, bound)
+    if optimal:
         if item.proven and item.optimum is not None and found["objective"] == item.optimum:
             proven = True  # the published proof covers this instance as stated
         reference["optimal"] = {**found, "proven": proven}
@@ -279,38 +487,28 @@ def build_instance(item: Published, index: int, shard: str, optimal: bool = True
 
 
 def import_dataset(out: str | Path, items: list[Published], spec: ImportSpec, shard: str) -> dict:
-    """Write `items` as a dataset in `out` (which must be new or empty); returns its manifest."""
+    """Write `items` as a dataset in `out` (which must be new or empty); returns its manifest.
+    Every instance is built (and checked) before anything is written, so a refused one leaves
+    no half-written folder."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--out {out} exists and is not an empty folder; choose a new one")
-    by_task: dict[str, list[str]] = {}
+    by_task: dict[str, list[Instance]] = {}
     for item in items:
-        lines = by_task.setdefault(item.task, [])
-        inst = build_instance(item, len(lines), shard, spec.optimal, spec.time_limit)
-        if spec.images:
-            task = get_task(item.task)
-            png, picture = task.picture(inst, spec.image_size)
-            atomic_write(out / item.task / "images" / f"{inst.id}.png", png)
-            inst = replace(inst, image=f"{item.task}/images/{inst.id}.png", picture=picture)
-        lines.append(json.dumps(inst.to_record(), ensure_ascii=False, separators=(",", ":")))
-    for task, lines in by_task.items():
+        built = by_task.setdefault(item.task, [])
+        built.append(build_instance(item, len(built), shard, spec.optimal, spec.time_limit))
+    for task, instances in by_task.items():
+        lines = []
+        for inst in instances:
+            if spec.images:
+                png, picture = get_task(task).picture(inst, spec.image_size)
+                atomic_write(out / task / "images" / f"{inst.id}.png", png)
+                inst = replace(inst, image=f"{task}/images/{inst.id}.png", picture=picture)
+            lines.append(json.dumps(inst.to_record(), ensure_ascii=False, separators=(",", ":")))
         atomic_write(out / task / f"{shard}.jsonl", "\n".join(lines) + "\n")
     manifest = build_manifest(out, spec, [(task, shard) for task in by_task])
     atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
-
-
-def load_optima(path: Path | None) -> dict[str, dict]:
-    """--optima FILE: {name: {"objective": x, "proven": bool, "source": "..."}}."""
-    if path is None:
-        return {}
-    try:
-        table = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise DataError(f"--optima {path}: not a readable JSON file ({e})") from None
-    if not isinstance(table, dict) or not all(isinstance(v, dict) and "objective" in v for v in table.values()):
-        raise DataError(f"--optima {path}: expected {{name: {{\"objective\": x, \"proven\": true, \"source\": \"...\"}}}}")
-    return table
 
 
 def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None, complement: bool = False,
@@ -326,14 +524,18 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
         if not files:
             raise UsageError(f"`mmnp import {fmt}` needs at least one file")
         known = load_optima(optima)
-        items = []
-        for path in files:
-            item = read_file(fmt, path, task, complement)
-            entry = known.get(item.name) or known.get(path.name)
-            if entry is not None:
-                item = replace(item, optimum=entry["objective"], proven=bool(entry.get("proven", False)),
-                               source=entry.get("source"))
-            items.append(item)
+        items = [read_file(fmt, path, task, complement) for path in files]
+        used = set()
+        for k, (path, item) in enumerate(zip(files, items)):
+            name = item.name if item.name in known else path.name
+            if name in known:
+                used.add(name)
+                objective, proven, source = known[name]
+                items[k] = replace(item, optimum=objective, proven=proven, source=source, claimed_in=f"--optima {optima}")
+        if set(known) - used:
+            unused = sorted(set(known) - used)[0]
+            raise DataError(f"--optima {optima}: {unused!r} names none of the imported files; an entry is named by "
+                            f"the instance's name or its file name ({', '.join(i.name for i in items)[:200]})")
         shard, names = "imported", [p.name for p in files]
     spec = ImportSpec(fmt, tuple(names), task, complement, images, optimal, image_size, time_limit)
     return import_dataset(out, items, spec, shard)

@@ -1,14 +1,20 @@
-"""The shared closing of every prompt: the answer format, an example, the `Answer:` line."""
+"""The shared closing of every prompt: the answer format, then the final `Answer:` line as a
+template with `<...>` placeholders.
 
-ANSWER_LINE = "End your response with one final line of the form `Answer: <your answer>`"
+No prompt may hold an answer that scores: a model that echoes the prompt (whole, or only its
+last line) would earn SR for copying, as the former example `Answer: [0, 3, 4]` did on every
+knapsack instance. The template shows what a concrete example did (the brackets, separators,
+order and quoting of a real answer) but `<` starts no value of any task's format, so the
+parser refuses the line on every instance (`solver:parrot` and tests/test_conformance.py
+hold every prompt to this)."""
+
+ANSWER_LINE = ("End your response with one final line in this form, with your own values in place of each <...> "
+               "and as many entries as your answer needs")
 
 
-def answer_instructions(description: str, example: str, example_for: str = "") -> str:
-    """The format (`description`), then the final-line rule, then one example line
-    (`example_for`, e.g. "for 4 vertices", says which instance size it fits)."""
-    context = f" ({example_for})" if example_for else ""
-    return (
-        f"{description}\n"
-        f"You may reason step by step first. {ANSWER_LINE}, for example{context}:\n"
-        f"Answer: {example}"
-    )
+def answer_instructions(description: str, template: str) -> str:
+    """The format (`description`), the final-line rule, then the template line, last: an echo
+    of the prompt ends with it, and the parser reads the last `Answer:` line."""
+    if "<" not in template:
+        raise ValueError(f"the answer template {template!r} needs <...> placeholders: a concrete answer could score")
+    return f"{description}\nYou may reason step by step first. {ANSWER_LINE}:\nAnswer: {template}"

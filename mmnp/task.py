@@ -50,6 +50,7 @@ class SolverModule(Protocol):
     def heuristic(self, data: dict) -> Any: ...
     def optimal(self, data: dict, time_limit: float, hint: Any) -> tuple[Any, bool]: ...  # (solution, proven)
     def random(self, data: dict, rng: np.random.Generator) -> Any: ...
+    def trivial(self, data: dict) -> Any: ...  # the simplest feasible answer (all vertices, ...): the SR/QR floor
 
 
 def sample_params(config: Any, rng: np.random.Generator) -> dict:

@@ -60,10 +60,12 @@ def score_transcription(task: str, data: dict, text: Any) -> tuple[bool, dict[st
 
 def probe_prompt(task: str) -> str:
     """The perception probe's instruction for the picture of a `task` instance: transcribe it, in
-    the task's fixed JSON form (the same for every instance, so it gives nothing away)."""
+    the task's fixed JSON form (the same for every instance, so it gives nothing away). The form
+    is a template whose <...> placeholders are no JSON, so a reply that echoes it reads as no
+    transcription and scores 0 on every field, like the task prompts' `Answer:` templates."""
     return ("Do not solve the problem shown in the picture. Transcribe the instance it shows, exactly, as one "
-            f"JSON object of this form (the values here are only an example):\n{_PROBE_FORMS[_group(task)]}\n"
-            "Reply with the JSON object only.")
+            "JSON object of this form, with the instance's values in place of each <...> and as many entries as "
+            f"it has:\n{_PROBE_FORMS[_group(task)]}\nReply with the JSON object only.")
 
 
 def tasks() -> list[str]:
@@ -218,17 +220,19 @@ _GROUPS: dict[str, tuple[str, ...]] = {
     "meeting_scheduling": ("meeting_scheduling",),
 }
 _PROBE_FORMS = {
-    "graph": '{"n": 5, "edges": [[0, 1], [0, 4], [2, 3]]}  (n vertices numbered 0..n-1; each edge once, as '
-             '[smaller, larger] vertex number)',
-    "tsp": '{"cities": [[12, 40], [55, 7], [31, 90]]}  (city i\'s [x, y] at index i)',
-    "knapsack": '{"capacity": 100, "items": [[23, 40], [17, 25]]}  (item i\'s [weight, value] at index i)',
-    "subset_sum": '{"target": 115, "numbers": [12, 50, 33]}  (the numbers in the order shown)',
-    "set_cover": '{"universe": 16, "subsets": [[7, 8, 9], [0, 3]]}  (subset i\'s elements at index i; '
-                 'universe: the number of elements)',
-    "meeting_scheduling": '{"day": ["09:00", "17:00"], "people": [{"name": "Ana", "available": [["11:30", '
-                          '"13:30"]]}], "rooms": [3, 4], "meetings": [{"duration": 90, "attendees": [0, 2]}]}  '
-                          '(person i at index i with every availability interval as [start, end] in HH:MM; '
-                          'rooms: seats of room j at index j; durations in minutes; attendees: person indices)',
+    "graph": '{"n": <number of vertices>, "edges": [[<smaller vertex>, <larger vertex>], ...]}  (vertices numbered '
+             '0..n-1; each edge once)',
+    "tsp": '{"cities": [[<x of city 0>, <y of city 0>], [<x of city 1>, <y of city 1>], ...]}',
+    "knapsack": '{"capacity": <capacity>, "items": [[<weight of item 0>, <value of item 0>], [<weight of item 1>, '
+                '<value of item 1>], ...]}',
+    "subset_sum": '{"target": <target>, "numbers": [<number 0>, <number 1>, ...]}  (the numbers in the order shown)',
+    "set_cover": '{"universe": <number of elements>, "subsets": [[<element of subset 0>, ...], [<element of subset '
+                 '1>, ...], ...]}',
+    "meeting_scheduling": '{"day": ["<HH:MM>", "<HH:MM>"], "people": [{"name": "<name>", "available": '
+                          '[["<HH:MM>", "<HH:MM>"], ...]}, ...], "rooms": [<seats of room 0>, ...], "meetings": '
+                          '[{"duration": <minutes>, "attendees": [<person index>, ...]}, ...]}  (person i at index '
+                          'i with every availability interval as [start, end]; the day\'s start and end; '
+                          'attendees: person indices)',
 }
 _FORMS: dict[str, tuple[Callable[[dict], dict], Callable[[dict], dict[str, set]]]] = {
     "graph": (_graph, _graph_fields), "tsp": (_tsp, _tsp_fields), "knapsack": (_knapsack, _knapsack_fields),

@@ -129,3 +129,8 @@ def random(data: dict, rng: np.random.Generator) -> list[int]:
     """Uniform colours from as many as the heuristic needs: usually some conflict."""
     k = max(heuristic(data))
     return [int(c) for c in rng.integers(1, k + 1, size=data["n"])]
+
+
+def trivial(data: dict) -> list[int]:
+    """One colour per vertex: feasible on every graph, the floor a non-solver reaches."""
+    return list(range(1, data["n"] + 1))

@@ -94,3 +94,8 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
 def random(data: dict, rng: np.random.Generator) -> list[int]:
     """Each item taken with probability 1/2: often over capacity."""
     return [i for i in range(len(data["weights"])) if rng.random() < 0.5]
+
+
+def trivial(data: dict) -> list[int]:
+    """The empty knapsack: within every capacity, value 0 (QR 0), the floor a non-solver reaches."""
+    return []

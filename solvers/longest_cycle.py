@@ -108,3 +108,38 @@ def random(data: dict, rng: np.random.Generator) -> list[int]:
     """A random ordering of a random half of the vertices: usually misses edges."""
     n = data["n"]
     return [int(v) for v in rng.permutation(n)[: max(3, n // 2)]]
+
+
+def trivial(data: dict) -> list[int]:
+    """A shortest cycle (a triangle where there is one), the least any feasible answer earns:
+    no cycle can be named without reading the graph, so the floor is the easiest one to find.
+    Breadth-first search from each vertex; a non-tree edge closes a walk through the root,
+    kept when it is a simple cycle. Empty for a graph without a cycle."""
+    adj = [[] for _ in range(data["n"])]
+    for u, v in data["edges"]:
+        adj[u].append(v)
+        adj[v].append(u)
+    best: list[int] = []
+    for root in range(data["n"]):
+        parent, depth, queue = {root: root}, {root: 0}, [root]
+        for u in queue:
+            if best and 2 * depth[u] >= len(best):
+                break  # no shorter cycle through this root
+            for w in adj[u]:
+                if w not in parent:
+                    parent[w], depth[w] = u, depth[u] + 1
+                    queue.append(w)
+                elif w != parent[u]:
+                    cycle = _path_to_root(u, parent)[::-1] + _path_to_root(w, parent)[:-1]
+                    if len(set(cycle)) == len(cycle) and (not best or len(cycle) < len(best)):
+                        best = cycle
+        if len(best) == 3:
+            break
+    return best
+
+
+def _path_to_root(v: int, parent: dict[int, int]) -> list[int]:
+    path = [v]
+    while parent[path[-1]] != path[-1]:
+        path.append(parent[path[-1]])
+    return path

@@ -75,3 +75,8 @@ def random(data: dict, rng: np.random.Generator) -> list[int]:
     """Random vertices, as many as the planted-size range suggests: usually not a clique."""
     k = max(2, data["n"] // 3)
     return sorted(int(v) for v in rng.choice(data["n"], size=k, replace=False))
+
+
+def trivial(data: dict) -> list[int]:
+    """A single vertex: a clique in every graph, the floor a non-solver reaches."""
+    return [0]

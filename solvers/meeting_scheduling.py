@@ -197,3 +197,8 @@ def random(data: dict, rng: np.random.Generator) -> list[list]:
             start = day0 + GRID * int(rng.integers(0, (day1 - day0 - meeting["duration"]) // GRID + 1))
             out.append([m, int(rng.integers(len(data["rooms"]))), hhmm(start)])
     return out
+
+
+def trivial(data: dict) -> list[list]:
+    """The empty schedule: breaks no rule, 0 attendees (QR 0), the floor a non-solver reaches."""
+    return []

@@ -120,3 +120,8 @@ def random(data: dict, rng: np.random.Generator) -> list[int]:
     """A uniformly random balanced split: feasible, with a high cut."""
     n = data["n"]
     return sorted(int(v) for v in rng.permutation(n)[: n // 2])
+
+
+def trivial(data: dict) -> list[int]:
+    """The lower half of the ids: a balanced split of every graph, the floor a non-solver reaches."""
+    return list(range(data["n"] // 2))

@@ -7,6 +7,7 @@ import functools
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -306,15 +307,51 @@ def test_graph_pictures_keep_their_invariants(task, difficulty, seed):
         assert layout["adjacency_panel"]
 
 
-def test_prompts_end_with_the_answer_format_in_order(task):
-    """Text and image prompts: the task, the format, the final-line rule, one example
-    `Answer:` line last, and no lead-in left dangling before the reasoning sentence."""
+def test_prompts_end_with_the_answer_template_in_order(task):
+    """Text and image prompts: the task, the format, the final-line rule, then the `Answer:`
+    template last, with <...> placeholders in the task's own bracketing, and no other `Answer:`."""
     inst = task.generate("easy", seed=0)
     for text in (inst.prompt, inst.image_prompt):
         lines = text.rstrip().splitlines()
-        assert lines[-1].startswith("Answer: ") and len(lines[-1]) > len("Answer: ")
+        assert lines[-1].startswith("Answer: [") and "<" in lines[-1] and lines[-1].endswith("]")
         assert "You may reason step by step first. End your response with one final line" in lines[-2]
-        assert lines[-2].rstrip().endswith(":") and "for example" in lines[-2]
-        assert "example:\nYou may" not in text and "For example:" not in text
-        assert task.verify(inst, lines[-1]).parsed, "the example answer must be in the task's own format"
+        assert lines[-2].rstrip().endswith(":") and "in place of each <...>" in lines[-2]
+        assert text.lower().count("answer:") == 1, "the template must be the prompt's only `Answer:`"
         assert text.index("Give ") < text.index("You may reason") < text.rindex("Answer: ")
+        filled = re.sub(r"<[^<>]*>", "1", lines[-1]).replace(", ...", "").replace('"1"', '"09:00"')
+        assert task.verify(inst, filled).parsed, f"the template must be the task's own format once filled: {filled}"
+
+
+LEVELS = DIFFICULTIES + tuple(f"L{k}" for k in range(1, 11))
+
+
+def _echoes(prompt: str) -> list[str]:
+    """What a model that copies its prompt may answer: the whole prompt, every tail of it from a
+    line on, and every line alone (the last `Answer:` line is what the parser reads)."""
+    lines = prompt.splitlines()
+    return [prompt] + ["\n".join(lines[k:]) for k in range(1, len(lines))] + lines
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_a_parrot_scores_nothing(task, difficulty):
+    """Echoing the prompt, whole or in part, is never a feasible answer: text and image prompts
+    of every preset and level (the probe's and the classic set's are held in test_floors.py)."""
+    for seed in range(2):
+        inst = task.generate(difficulty, seed=seed)
+        for prompt in (inst.prompt, inst.image_prompt):
+            for echo in _echoes(prompt):
+                verdict = task.verify(inst, echo)
+                assert not verdict.feasible, f"{inst.id}: copying {echo[-80:]!r} scores {verdict.objective}"
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_trivial_answer_is_a_feasible_floor(task, difficulty):
+    """`solver.trivial`: feasible on every instance, never better than the heuristic, and earning
+    the QR its objective earns (0 for the empty knapsack and schedule)."""
+    for seed in range(2):
+        inst = task.generate(difficulty, seed=seed)
+        verdict = task.verify(inst, task.format_answer(task.solver.trivial(inst.data)))
+        assert verdict.feasible, f"{inst.id}: {verdict.summary()}"
+        heuristic = inst.reference["heuristic"]["objective"]
+        assert not task.is_better(verdict.objective, heuristic)
+        assert 0 <= task.quality_ratio(verdict.objective, heuristic) <= 1

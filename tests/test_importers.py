@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mmnp.dataset import load_dataset, read_manifest
 from mmnp.errors import DataError, UsageError
@@ -51,7 +58,7 @@ def test_tsplib_refuses_fractional_coordinates_and_a_wrong_dimension():
 def test_tsplib_translates_negative_coordinates_keeping_distances():
     _, data = read_tsplib(SQUARE.replace("1 0 0", "1 -2 -1"), "x.tsp")
     assert min(min(c) for c in data["coords"]) == 0
-    assert data["coords"][0] == [0, 1] and data["coords"][1] == [5, 2]
+    assert data["coords"][:3] == [[0, 0], [5, 1], [5, 5]] and data["grid"] == 5
 
 
 def test_dimacs_edges_are_normalised_on_load():
@@ -72,8 +79,10 @@ def test_orlib_shapes_knapsack_steiner_and_unicost_scp():
     scp = "3 2\n1 1\n1 1\n2 1 2\n1 2\n"  # 3 rows, 2 columns, unit costs
     kind, data = read_orlib(scp, "c.txt")
     assert kind == "set_cover" and data == {"universe": 3, "subsets": [[1, 2], [2, 3]]}
-    with pytest.raises(DataError, match="weighted set cover"):
-        read_orlib(scp.replace("1 1\n1 1", "1 7\n1 1", 1), "c.txt")
+    weighted = scp.replace("1 1\n1 1", "1 7\n1 1", 1)
+    with pytest.raises(DataError, match="c.txt:2: weighted set cover"):
+        read_orlib(weighted, "c.txt")
+    assert read_orlib(weighted, "c.txt", unit_costs=True) == ("set_cover", data)  # its unicost variant
 
 
 def test_import_builds_a_dataset_with_published_optima(tmp_path: Path):
@@ -101,3 +110,219 @@ def test_dimacs_import_needs_a_graph_task(tmp_path: Path):
         import_files("dimacs", [graph], tmp_path / "d1", images=False)
     manifest = import_files("dimacs", [graph], tmp_path / "d2", task="longest_cycle", images=False, optimal=False)
     assert manifest["counts"] == {"longest_cycle": {"imported": 1}}
+
+
+# -- bounds, malformed files and published optima, through the real CLI ---------------------
+
+from typer.testing import CliRunner  # noqa: E402
+
+from mmnp.cli import app  # noqa: E402
+from mmnp.importers import MAX_EDGES, check_claim, read_file  # noqa: E402
+
+runner = CliRunner()
+
+
+def _tsplib(n: int, dimension: bool = True, coords=lambda i: (i % 100, i // 100)) -> str:
+    head = f"NAME : big\nTYPE : TSP\n{'DIMENSION : %d' % n if dimension else 'COMMENT : no dimension'}\n"
+    nodes = "".join(f"{i + 1} {x} {y}\n" for i, (x, y) in enumerate(map(coords, range(n))))
+    return head + "EDGE_WEIGHT_TYPE : EUC_2D\nNODE_COORD_SECTION\n" + nodes + "EOF\n"
+
+
+KNAPSACK_TEN_TO_29 = "2 10\n" + "1" + "0" * 29 + " 3\n5 4\n"
+# (format, file name, content, extra CLI arguments, the one line it must print after "error: <file>")
+REFUSED = [
+    ("dimacs", "huge.col", "p edge 1000000000 1\n", ["--task", "vertex_cover"],
+     r":1: vertex count 1000000000 is more than mmnp imports \(at most 1,000\)"),
+    ("dimacs", "negative.col", "p edge -5 0\n", ["--task", "max_clique"], r":1: vertex count -5 is outside 2..1,000; a graph task needs 2 vertices or more"),
+    ("dimacs", "claims.col", "c many\np edge 10 1000000\n", ["--task", "max_clique"],
+     r":2: edge count 1000000 is more than mmnp imports \(at most 50,000\)"),
+    ("dimacs", "dense.col", "p edge 400 1\ne 1 2\n", ["--task", "max_clique", "--complement"],
+     r":2: the complement has 79,799 edges, more than mmnp imports \(50,000\)"),
+    ("dimacs", "twice.col", "p edge 4 1\ne 1 2\np edge 5 0\n", ["--task", "max_clique"], r":3: a second 'p' line"),
+    ("dimacs", "letters.col", "p edge 4 1\ne 1 x\n", ["--task", "max_clique"], r":2: vertex 'x' is not an integer"),
+    ("dimacs", "nothing.col", "c only comments\nc here\n", ["--task", "max_clique"], r":2: no 'p edge N M' line"),
+    ("orlib", "header.txt", "1000000000 0\n", [],
+     r":1: point count \(subsets\) 1000000000 is more than mmnp imports \(at most 1,000\)"),
+    ("orlib", "kp.txt", KNAPSACK_TEN_TO_29, [],
+     r":2: value 1" + "0" * 29 + r" is more than mmnp imports \(at most 1,000,000,000\)"),
+    ("orlib", "kp0.txt", "2 10\n5 0\n6 5\n", [], r":2: weight 0 is outside 1..1,000,000,000"),
+    ("orlib", "digits.txt", "2 10\n5 " + "9" * 60 + "\n6 5\n", [], r":2: a weight 9{24}\.\.\. has 60 digits"),
+    ("orlib", "scp.txt", "3 2\n1 1\n1 1\n0\n1 2\n", [], r":4: row 2's column count 0 is outside 1..2; a row in no column cannot be covered"),
+    ("orlib", "scpcut.txt", "3 2\n1 1\n1 1\n2 1 2\n1 7\n", [], r":5: row 3's column 7 is outside 1..2; correct the row"),
+    ("tsplib", "big.tsp", _tsplib(20_000), [], r":3: DIMENSION 20000 is more than mmnp imports \(at most 1,000\)"),
+    ("tsplib", "nodim.tsp", _tsplib(1_200, dimension=False), [], r":1006: more nodes than mmnp imports"),
+    ("tsplib", "far.tsp", SQUARE.replace("2 3.0 0", "2 1e300 0"), [], r":8: coordinate 1e300 makes the cities"),
+    ("tsplib", "spread.tsp", SQUARE.replace("3 4\n", "-99998 4\n", 1), [], r":9: coordinate -99998 makes"),
+    ("tsplib", "nan.tsp", SQUARE.replace("3 4\n", "nan 4\n", 1), [], r":9: coordinates \(nan, 4\) are not integers"),
+    ("tsplib", "dim.tsp", SQUARE.replace("DIMENSION : 5", "DIMENSION : five"), [], r":4: DIMENSION 'five' is not"),
+    ("tsplib", "type.tsp", SQUARE.replace("TYPE : TSP", "TYPE :"), [], r":3: TYPE : only symmetric TSP"),
+    ("tsplib", "short.tsp", SQUARE.replace("DIMENSION : 5", "DIMENSION : 7"), [], r":4: DIMENSION 7 but 5 nodes"),
+]
+
+
+@pytest.mark.parametrize("fmt, name, content, extra, message", REFUSED, ids=[r[1] for r in REFUSED])
+def test_a_file_out_of_bounds_or_malformed_is_one_line_naming_file_and_line(tmp_path: Path, fmt, name, content,
+                                                                             extra, message):
+    path = tmp_path / name
+    path.write_text(content)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["import", fmt, str(path), "--out", str(out), "--no-images", *extra])
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert re.match(r"error: " + re.escape(str(path)) + message, lines[0]), lines[0]
+    assert not out.exists(), "a refused import writes nothing"
+
+
+def test_allocation_bombs_stay_small_under_a_memory_cap(tmp_path: Path):
+    """`mmnp import` itself, in a process capped at 1.5 GB of address space: a 13-byte
+    OR-Library header that once asked for 10^9 lists, a DIMACS header of 10^9 vertices and a
+    20,000-city TSPLIB file each end in their one line, quickly."""
+    bombs = {"orlib": ("h.txt", "1000000000 0\n"), "dimacs": ("g.col", "p edge 1000000000 1\n"),
+             "tsplib": ("t.tsp", _tsplib(20_000))}
+    capped = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1536 * 2**20,) * 2); "
+              "from mmnp.cli import app; sys.argv[0] = 'mmnp'; app()")
+    for fmt, (name, content) in bombs.items():
+        (tmp_path / name).write_text(content)
+        args = [sys.executable, "-c", capped, "import", fmt, str(tmp_path / name), "--out", str(tmp_path / fmt),
+                "--no-images", "--task", "vertex_cover"] if fmt == "dimacs" else \
+               [sys.executable, "-c", capped, "import", fmt, str(tmp_path / name), "--out", str(tmp_path / fmt),
+                "--no-images"]
+        start = time.perf_counter()
+        done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and "MemoryError" not in done.stderr, done.stderr[-500:]
+        assert done.stderr.strip().startswith(f"error: {tmp_path / name}:"), done.stderr
+        assert time.perf_counter() - start < 30
+
+
+def test_a_file_beyond_the_size_bound_is_refused_unread(tmp_path: Path):
+    path = tmp_path / "padded.col"
+    with path.open("w") as f:
+        f.write("p edge 3 1\ne 1 2\n")
+        f.write(("c " + "x" * 1000 + "\n") * 9000)
+    with pytest.raises(DataError, match=r"padded.col:1: 9,0\d\d,\d{3} bytes, more than mmnp imports"):
+        read_file("dimacs", path, "max_clique")
+
+
+_FUZZ = settings(max_examples=150, deadline=None)
+_TOKENS = st.sampled_from(["p", "edge", "e", "c", "n", "x", "EOF", "1e300", "nan", "-inf", "1.5", "+7", "-0", "",
+                           "NODE_COORD_SECTION", "DIMENSION :", "TYPE : TSP", "EDGE_WEIGHT_TYPE : EUC_2D"])
+_NUMBERS = st.one_of(st.integers(-3, 12), st.integers(-10**30, 10**30)).map(str)
+_LINES = st.lists(st.lists(st.one_of(_TOKENS, _NUMBERS), max_size=5).map(" ".join), max_size=30).map("\n".join)
+
+
+def _valid_or_one_line(read, text: str) -> None:
+    """The reader returns data within the bounds, or refuses in one line naming file:line."""
+    try:
+        read(text)
+    except DataError as e:
+        assert re.match(r"fuzz\.in:\d+: \S", str(e)) and "\n" not in str(e), str(e)
+
+
+@_FUZZ
+@given(text=st.one_of(st.text(max_size=400), _LINES))
+def test_fuzzed_dimacs_files(text):
+    try:
+        n, edges = read_dimacs(text, "fuzz.in")
+    except DataError as e:
+        assert re.match(r"fuzz\.in:\d+: \S", str(e)) and "\n" not in str(e), str(e)
+        return
+    assert 2 <= n <= 1000 and len(edges) <= MAX_EDGES
+    assert all(0 <= u < v < n for u, v in edges) and edges == sorted(edges)
+
+
+@_FUZZ
+@given(text=st.one_of(st.text(max_size=400), _LINES,
+                      st.lists(_NUMBERS, min_size=2, max_size=40).map(" ".join)))
+def test_fuzzed_orlib_files(text):
+    try:
+        kind, data = read_orlib(text, "fuzz.in")
+    except DataError as e:
+        assert re.match(r"fuzz\.in:\d+: \S", str(e)) and "\n" not in str(e), str(e)
+        return
+    task = get_task(kind)
+    assert task.verifier.check(data, task.solver.trivial(data))[1] == [], "an imported instance has feasible answers"
+    numbers = data.get("weights", []) + data.get("values", [])
+    assert all(1 <= x <= 10**9 for x in numbers)
+
+
+_COORD = st.one_of(st.integers(-10, 10), st.integers(-10**6, 10**6), st.sampled_from(["1e300", "nan", "2.5", "x"]))
+
+
+@_FUZZ
+@given(coords=st.lists(st.tuples(_COORD, _COORD), max_size=12), dimension=st.one_of(st.none(), _NUMBERS),
+       noise=st.text(max_size=30))
+def test_fuzzed_tsplib_files(coords, dimension, noise):
+    text = ("NAME : f\nTYPE : TSP\n" + (f"DIMENSION : {dimension}\n" if dimension is not None else "")
+            + "EDGE_WEIGHT_TYPE : EUC_2D\nNODE_COORD_SECTION\n"
+            + "".join(f"{i + 1} {x} {y}\n" for i, (x, y) in enumerate(coords)) + noise)
+    try:
+        _, data = read_tsplib(text, "fuzz.in")
+    except DataError as e:
+        assert re.match(r"fuzz\.in:\d+: \S", str(e)) and "\n" not in str(e), str(e)
+        return
+    assert 3 <= len(data["coords"]) <= 1000 and 0 <= data["grid"] <= 100_000
+    assert all(0 <= x <= data["grid"] and 0 <= y <= data["grid"] for x, y in data["coords"])
+
+
+@pytest.mark.parametrize("entry, message", [
+    ('{"square5": {"objective": "abc"}}', r"'square5': objective \"abc\" is not a number"),
+    ('{"square5": {"objective": NaN}}', r"'square5': objective nan is not a whole number"),
+    ('{"square5": {"objective": Infinity, "proven": true}}', r"'square5': objective inf is not a whole number"),
+    ('{"square5": {"objective": 14.5}}', r"'square5': objective 14.5 is not a whole number"),
+    ('{"square5": {"objective": -3}}', r"'square5': objective -3 is not a whole number >= 0"),
+    ('{"square5": {"objective": true}}', r"'square5': objective true is not a number"),
+    ('{"square5": {"objective": 14, "proven": "yes"}}', r"'square5': proven \"yes\" is not true or false"),
+    ('{"square5": {"optimum": 14}}', r"'square5': unknown key 'optimum'"),
+    ('{"square5": 14}', r"'square5': expected"),
+    ('{"square6": {"objective": 14}}', r"'square6' names none of the imported files"),
+    ('{"square5": {"objective": 14}', r":1: not JSON"),
+    ('{"square5": {"objective": 13, "proven": true}}', r"'square5': the claimed optimum 13 is better than 14, which "
+                                                       r"CP-SAT proved optimal"),
+    ('{"square5": {"objective": 15, "proven": true}}', r"'square5': the claimed proven optimum 15 is worse than the "
+                                                       r"feasible 14"),
+])
+def test_published_optima_are_validated(tmp_path: Path, entry: str, message: str):
+    """--optima: a number, finite, whole, with a boolean `proven`, naming an imported file, and
+    not contradicted by the instance (CP-SAT's proof, a feasible tour), through the real CLI."""
+    (tmp_path / "square5.tsp").write_text(SQUARE)
+    (tmp_path / "o.json").write_text(entry)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["import", "tsplib", str(tmp_path / "square5.tsp"), "--out", str(out),
+                                 "--optima", str(tmp_path / "o.json"), "--no-images", "--time-limit", "2"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1, result.output
+    assert lines[0].startswith(f"error: --optima {tmp_path / 'o.json'}") and re.search(message, lines[0]), lines[0]
+    assert not out.exists()
+
+
+def test_an_unproven_best_known_value_is_kept_and_a_proven_one_holds_without_the_exact_solver(tmp_path: Path):
+    (tmp_path / "square5.tsp").write_text(SQUARE)
+    (tmp_path / "o.json").write_text('{"square5.tsp": {"objective": 16, "proven": false, "source": "stale"}}')
+    import_files("tsplib", [tmp_path / "square5.tsp"], tmp_path / "a", optima=tmp_path / "o.json", images=False,
+                 time_limit=2.0)
+    assert next(load_dataset(tmp_path / "a")).reference["published"]["objective"] == 16
+    (tmp_path / "o.json").write_text('{"square5": {"objective": 15, "proven": true}}')
+    with pytest.raises(DataError, match="claimed proven optimum 15 is worse than the feasible 14"):
+        import_files("tsplib", [tmp_path / "square5.tsp"], tmp_path / "b", optima=tmp_path / "o.json",
+                     images=False, optimal=False)
+
+
+def test_a_claim_beyond_cp_sats_proven_bound_is_refused():
+    from mmnp.importers import Published
+
+    task = get_task("max_clique")
+    item = Published("max_clique", "g", {"n": 3, "edges": [[0, 1]]}, "g.col", optimum=9, claimed_in="o.json")
+    with pytest.raises(DataError, match=r"o.json: 'g': the claimed optimum 9 is better than CP-SAT's proven bound 4"):
+        check_claim(item, task, heuristic=2, found=3, proven=False, bound=4)
+    check_claim(replace(item, optimum=4), task, heuristic=2, found=3, proven=False, bound=4)
+
+
+def test_instances_without_a_ratio_or_a_feasible_answer_are_refused(tmp_path: Path):
+    """A reference objective of 0 (no edge to cover) leaves QR undefined; a forest has no cycle."""
+    (tmp_path / "empty.col").write_text("p edge 4 0\n")
+    (tmp_path / "path.col").write_text("p edge 4 3\ne 1 2\ne 2 3\ne 3 4\n")
+    with pytest.raises(DataError, match="empty.col: its reference objective is 0"):
+        import_files("dimacs", [tmp_path / "empty.col"], tmp_path / "a", task="vertex_cover", images=False)
+    with pytest.raises(DataError, match="path.col: the graph has no cycle"):
+        import_files("dimacs", [tmp_path / "path.col"], tmp_path / "b", task="longest_cycle", images=False)
