@@ -15,7 +15,7 @@ the same request without its picture must count fewer tokens, by the picture's t
   for the same pixels; a text-only server that counts the base64 text of the data URL counts in
   proportion to the bytes, so the two costs differ and the run stops before any sample is sent.
   (Two resolutions would not tell them apart: a real vision model also counts more tokens for
-  more pixels.) Two more requests, retried up to `ENCODING_TRIES` times when a pool drops one.
+  more pixels.) Two more requests, each sent again (up to `ENCODING_TRIES` times) while a pool drops it.
 
 Backends that run in-process (`solver`, `hf`, `vllm`) have no endpoint that could drop a picture:
 their samples say `not_applicable`. A backend takes part by offering `measure(requests, sampling)`.
@@ -35,7 +35,7 @@ from mmnp.evaluation.backend import Backend, Completion, Request, Sampling
 
 MIN_IMAGE_TOKENS = 4  # fewer extra tokens than any vision model spends on a picture: the picture was dropped
 ENCODING_TOLERANCE = 0.1  # the two encodings' costs may differ by this share (and 2 tokens) of the larger
-ENCODING_TRIES = 3  # encoding-check pairs tried while a pool drops one of the pair's pictures
+ENCODING_TRIES = 5  # sends of each encoding while a pool drops it (one replica of three: 1 run in 120 stops)
 MEASURE_TOKENS = 16  # completion limit of the check's own requests (only their prompt count is read)
 
 # a sample record's `image_check`
@@ -121,17 +121,22 @@ class Delivery:
         stored, bigger = request.image, reencoded(request.image)
         base = self._measure([text_only(request)])[0]
         if base.error is not None or base.prompt_tokens is None:
-            self._refuse(f"cannot tell whether images reach the model: {base.error or 'the reply has no usage.prompt_tokens'}")
+            self._refuse("cannot tell whether images reach the model: "
+                         f"{base.error or 'the reply has no usage.prompt_tokens'}")
         self.baselines[baseline_key(request)] = base.prompt_tokens
-        for _ in range(ENCODING_TRIES):
-            pair = self._measure([request, replace(request, image=bigger)])
-            for c in pair:
-                if c.error is not None or c.prompt_tokens is None:
-                    self._refuse("cannot tell whether images reach the model: "
-                                 f"{c.error or 'the reply has no usage.prompt_tokens'}")
-            costs = [c.prompt_tokens - base.prompt_tokens for c in pair]
-            if min(costs) >= MIN_IMAGE_TOKENS:
+        variants, costs = [request, replace(request, image=bigger)], [0, 0]
+        for _ in range(ENCODING_TRIES):  # each encoding until a replica that reads pictures answers it
+            dropped = [i for i, cost in enumerate(costs) if cost < MIN_IMAGE_TOKENS]
+            if not dropped:
                 break
+            for i, c in zip(dropped, self._measure([variants[i] for i in dropped])):
+                if c.error is not None or c.prompt_tokens is None:
+                    why = c.error or "the reply has no usage.prompt_tokens"
+                    self._refuse(f"the same picture re-encoded in {len(bigger)} bytes (the same pixels) failed: {why}; "
+                                 "a vision model reads it as it reads the stored one, a server that counts the "
+                                 "base64 text may run out of context" if i else
+                                 f"cannot tell whether images reach the model: {why}")
+                costs[i] = c.prompt_tokens - base.prompt_tokens
         sizes = [len(stored), len(bigger)]
         block = {"text_only_tokens": base.prompt_tokens, "png_bytes": sizes, "image_tokens": costs}
         if min(costs) < MIN_IMAGE_TOKENS:

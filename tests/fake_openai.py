@@ -64,7 +64,8 @@ class FakeOpenAI:
     "content_key_at:N": a reply whose content has the key at character N) to send instead.
     `drop_images`: the server ignores pictures, as a text-only model behind an OpenAI-compatible
     server does (True, or a function of the request number: one replica of a pool, `replica_pool`);
-    `count_base64`: a text-only server that counts the data URL's text as prompt tokens.
+    `count_base64`: a text-only server that counts the data URL's text as prompt tokens; `context`:
+    prompts counting more tokens are refused (HTTP 400), as a model's context length does.
     usage.prompt_tokens counts every message's text (4 characters a token) plus `image_tokens`
     per picture the model sees."""
 
@@ -72,9 +73,9 @@ class FakeOpenAI:
                  fault: Callable[[int, str], tuple[int, float] | None] | None = None, delay: float = 0.0,
                  shape: Callable[[int, str], str | None] | None = None,
                  drop_images: bool | Callable[[int], bool] = False, count_base64: bool = False,
-                 port: int = 0) -> None:
+                 context: int | None = None, port: int = 0) -> None:
         self.answer, self.fault, self.delay, self.shape = answer, fault, delay, shape
-        self.drop_images, self.count_base64 = drop_images, count_base64
+        self.drop_images, self.count_base64, self.context = drop_images, count_base64, context
         self.lock = threading.Lock()
         self.requests: list[dict] = []
         self.dropped: list[int] = []  # the numbers of the requests whose picture the server ignored
@@ -155,6 +156,9 @@ class FakeOpenAI:
                 if shape:
                     return self._send(200, SHAPES[shape](content))
                 prompt_tokens = counted // 4 + (image_tokens(png) if png is not None else 0)
+                if server.context is not None and prompt_tokens > server.context:
+                    message = f"maximum context length is {server.context} tokens, the prompt has {prompt_tokens}"
+                    return self._send(400, json.dumps({"error": {"message": message}}).encode())
                 self._send(200, _ok(content, {"prompt_tokens": prompt_tokens, "completion_tokens": len(content) // 4,
                                               "total_tokens": prompt_tokens + len(content) // 4}))
 

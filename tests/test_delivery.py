@@ -60,7 +60,7 @@ def test_a_server_that_drops_every_picture_is_refused_before_any_sample(small_da
     with FakeOpenAI(oracle(instances), drop_images=True) as server:
         result = _eval(server.url, small_dataset, tmp_path)
         checks, samples = _checks(server)
-        assert samples == [] and len(checks) == 7  # the text-only count, then three tries of the encoding pair
+        assert samples == [] and len(checks) == 11  # the text-only count, then five tries of each encoding
         assert result.exit_code == 1 and "seems to drop images" in result.output and "Traceback" not in result.output
         refused = _results(tmp_path)
         assert refused["image_probe"]["status"] == "failed" and refused["complete"] is False
@@ -69,7 +69,7 @@ def test_a_server_that_drops_every_picture_is_refused_before_any_sample(small_da
 
         skipped = _eval(server.url, small_dataset, tmp_path / "s", "--skip-image-probe")
         assert skipped.exit_code == 0, skipped.output
-        assert all(r["max_tokens"] > MEASURE_TOKENS for r in server.requests[7:])  # nothing checked
+        assert all(r["max_tokens"] > MEASURE_TOKENS for r in server.requests[11:])  # nothing checked
     probe = _results(tmp_path / "s")["image_probe"]
     assert probe["status"] == "unchecked" and probe["samples"] == {"unchecked": 4}
     assert {r["image_check"] for r in _records(tmp_path / "s")} == {"unchecked"}
@@ -95,6 +95,14 @@ def test_a_server_counting_the_base64_text_is_refused(small_dataset, instances, 
 
     same = [Image.open(io.BytesIO(_png(c))).convert("RGB").tobytes() for c in checks[1:]]
     assert same[0] == same[1]  # the same pixels
+
+
+def test_a_base64_counting_server_out_of_context_is_refused(small_dataset, instances, tmp_path):
+    with FakeOpenAI(oracle(instances), count_base64=True, context=32_000) as server:
+        result = _eval(server.url, small_dataset, tmp_path)
+        assert _checks(server)[1] == []
+    assert result.exit_code == 1 and "re-encoded in" in result.output and "maximum context length" in result.output
+    assert _results(tmp_path)["image_probe"]["status"] == "failed"
 
 
 def test_a_vision_server_passes_and_each_sample_records_its_picture_cost(small_dataset, instances, tmp_path):
