@@ -79,8 +79,13 @@ class Delivery:
     encoding_checked: bool = False  # the encoding check runs once per run
 
     @property
+    def behind_endpoint(self) -> bool:
+        """Whether the backend sends pictures to a server that could drop them (it offers `measure`)."""
+        return callable(getattr(self.backend, "measure", None))
+
+    @property
     def checking(self) -> bool:
-        return not self.skip and callable(getattr(self.backend, "measure", None))
+        return self.behind_endpoint and not self.skip
 
     def prepare(self, requests: list[Request]) -> list[tuple[Request, str]]:
         """Before a batch's image requests go out: the encoding check (once per run), then the
@@ -161,10 +166,10 @@ class Delivery:
         """(the record's delivery fields, the failure when the picture did not reach the model)."""
         if request.image is None:
             return {}, None
+        if not self.behind_endpoint:
+            return {"image_check": NOT_APPLICABLE}, None
         if self.skip:
             return {"image_check": UNCHECKED}, None
-        if not self.checking:
-            return {"image_check": NOT_APPLICABLE}, None
         if completion.error is not None:
             return {}, None  # a failed call: nothing to check, asked again anyway
         base = self.baselines[baseline_key(request)]

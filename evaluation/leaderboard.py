@@ -759,6 +759,26 @@ def _plots(board: Board, group: Group, p: _Plotter) -> list[tuple[str, str]]:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     plots.append(("QR by difficulty", p.svg(fig)))
 
+    kinds = _kinds_in(group)
+    pictured = [(label, color, metrics) for label, color, (_, m, metrics, _) in zip(labels, colors, rows)
+                if m == "image" and metrics.get("picture_kinds")]
+    if kinds and pictured:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
+        width = 0.8 / len(pictured)
+        for ax, key, title in ((axes[0], "sr", "Image SR"), (axes[1], "qr", "Image QR")):
+            for i, (label, color, metrics) in enumerate(pictured):
+                groups = [metrics["overall"]] + [(metrics["picture_kinds"].get(k) or {}).get("overall") for k in kinds]
+                bars = ax.bar(np.arange(len(groups)) + i * width - 0.4 + width / 2,
+                              [100 * g[key] if g else math.nan for g in groups], width, yerr=_errors(groups, key),
+                              capsize=2, label=label, color=color)
+                p.tag(bars.errorbar)
+            ax.set_xticks(range(len(kinds) + 1), ["all"] + [_label(k) for k in kinds])
+            ax.set_title(f"{title} by picture kind, ± 1 SE")
+            ax.set_ylabel("%")
+            ax.grid(axis="y", alpha=0.3)
+        axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        plots.append(("Image SR and QR by picture kind", p.svg(fig)))
+
     fig, ax = plt.subplots(figsize=(5, 3.4))
     ks = sorted({int(k) for _, _, metrics, _ in rows for k in metrics["overall"]["pass_at_k"]})
     for label, color, (_, _, metrics, _) in zip(labels, colors, rows):

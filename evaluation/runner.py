@@ -33,12 +33,12 @@ from mmnp.evaluation.backend import (MESSAGES_TEMPLATE, Backend, Completion, Req
                                     split_model)
 from mmnp.evaluation.delivery import Delivery, summary
 from mmnp.evaluation.metrics import aggregate, instance_metrics
+from mmnp.evaluation.schema import PROBE, RESULTS, Results
 from mmnp.records import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
 from mmnp.registry import get_task, list_tasks
 from mmnp.transcribe import probe_prompt
 
 MODALITIES = ("text", "image")
-PROBE = "probe"  # the perception probe's samples and metrics block (not a modality with SR/QR)
 PROBES = ("transcribe",)
 
 
@@ -357,7 +357,7 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
     results["image_probe"] = _delivery_summary(log, instances, config, delivery.encoding, backend)
     results.update(_provenance(config, dataset, calls, time.time() - started, log))
     results["timing"]["this_run_check_requests"] = delivery.requests_made
-    atomic_write(out / "results.json", json.dumps(results, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    atomic_write(out / RESULTS, json.dumps(results, indent=1, sort_keys=True, allow_nan=False) + "\n")
     if stopped is not None:
         raise stopped
     return results
@@ -376,7 +376,7 @@ def _previous_encoding(out: Path) -> dict | None:
     """The encoding check of the run's earlier part (the endpoint is part of the run's identity),
     kept when this part sends no image request."""
     try:
-        previous = json.loads((out / "results.json").read_text()).get("image_probe")
+        previous = json.loads((out / RESULTS).read_text()).get("image_probe")
     except (OSError, ValueError, AttributeError):
         return None
     encoding = previous.get("encoding") if isinstance(previous, dict) else None
@@ -402,7 +402,7 @@ def _delivery_summary(log: SampleLog, instances: list[Instance], config: EvalCon
 
 
 def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfig,
-                    kinds: dict[str, str] | None = None) -> dict:
+                    kinds: dict[str, str] | None = None) -> Results:
     categories = {t.name: t.category for t in list_tasks()}
     by_modality = {}
     missing = failed = 0

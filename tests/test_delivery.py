@@ -193,10 +193,11 @@ def test_rounds_check_every_round_against_its_own_text(small_dataset, instances,
     assert all(r["per_round"][0]["feasible"] is False for r in records)  # round 1's verdict is kept
 
 
-def test_in_process_backends_need_no_check(small_dataset, tmp_path):
+@pytest.mark.parametrize("skip", [[], ["--skip-image-probe"]])
+def test_in_process_backends_need_no_check(skip, small_dataset, tmp_path):
     result = CliRunner().invoke(app, ["eval", "--model", "solver:heuristic", "--data", str(small_dataset),
                                       "--tasks", "knapsack", *EASY, "--modality", "image", "--output-path",
-                                      str(tmp_path)])
+                                      str(tmp_path), *skip])
     assert result.exit_code == 0, result.output
     probe = json.loads((tmp_path / "solver_heuristic" / "results.json").read_text())["image_probe"]
     assert probe["status"] == "not_applicable" and "in-process" in probe["detail"]

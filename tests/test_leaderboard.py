@@ -524,7 +524,7 @@ def test_image_scores_by_picture_kind_in_every_format(results_dir, tmp_path):
     assert got["drawing"] == pytest.approx(100 * kinds["drawing"]["overall"]["sr"], abs=0.05)
     page = tmp_path / "board.html"
     leaderboard_command_impl([results_dir / "solver_random"], format="html", out=page, browser_samples=0)
-    assert 'id="by-kind"' in page.read_text()
+    assert 'id="by-kind"' in page.read_text() and "Image SR and QR by picture kind</figcaption>" in page.read_text()
     text_only = leaderboard_command_impl([results_dir / "solver_random"], modality="text")
     assert "Image scores by picture kind" not in text_only
 
