@@ -7,6 +7,10 @@
 2. Samples/s of the openai backend against a local server (a separate process) that
    answers every request after `--latency` seconds, at concurrency 1, 16 and 64; the ideal
    is concurrency / latency (target at 64 with 50 ms: >= 80% of 1,280/s).
+3. What checking image delivery on every sample costs an image run (tests/fake_openai.py's
+   vision server): the extra requests (one text-only request per distinct image prompt, plus
+   the encoding check's two) against the sample requests, and the wall time against the same
+   run with --skip-image-probe.
 """
 
 from __future__ import annotations
@@ -114,6 +118,34 @@ def throughput(concurrency: int, requests: int, latency: float) -> dict:
             "ideal_per_s": ideal, "of_ideal": rate / ideal}
 
 
+def delivery_cost(per_cell: int) -> dict:
+    """An image run of every task (easy, `per_cell` instances each) with and without the checks."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from fake_openai import FakeOpenAI, oracle
+
+    from mmnp.evaluation.openai_backend import OpenAIBackend as Backend
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        generate_dataset(data, GenerateSpec(tasks=tuple(_all_tasks()), difficulties=("easy",), count=per_cell, seed=0,
+                                            optimal=False))
+        insts, loader, dataset = load_instances(data, "all", ["easy"], 0, 0, None, True)
+        out = {}
+        for skip in (True, False):
+            with FakeOpenAI(oracle(insts), delay=0.02) as server:
+                config = EvalConfig("openai:fake", ("image",), 1, Sampling())
+                start = time.perf_counter()
+                results = evaluate(Backend("fake", base_url=server.url, concurrency=16), insts, config,
+                                   Path(tmp) / f"out-{skip}", image_loader=loader, dataset=dataset,
+                                   skip_image_probe=skip)
+                out[skip] = {"seconds": time.perf_counter() - start, "requests": len(server.requests),
+                             "checks": results["timing"]["this_run_check_requests"],
+                             "status": results["image_probe"]["status"]}
+    return {"samples": len(insts), "checked": out[False], "unchecked": out[True]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--instances", type=int, default=300)
@@ -130,6 +162,12 @@ def main() -> None:
         n = min(args.requests, max(50, int(c / args.latency * 3)))
         t = throughput(c, n, args.latency)
         print(f"{c:>12} {t['per_s']:>10.1f} {t['ideal_per_s']:>8.0f} {100 * t['of_ideal']:>8.1f}% {t['failures']:>9}")
+    d = delivery_cost(max(1, args.instances // 30))
+    checked, unchecked = d["checked"], d["unchecked"]
+    print(f"image delivery checks, {d['samples']} image samples (20 ms server, concurrency 16): "
+          f"{checked['checks']} extra requests ({100 * checked['checks'] / d['samples']:.1f}%), "
+          f"{checked['seconds']:.2f} s vs {unchecked['seconds']:.2f} s unchecked; status {checked['status']} "
+          f"(unchecked run: {unchecked['status']})")
 
 
 if __name__ == "__main__":

@@ -97,7 +97,8 @@ def eval_command(
     backend = None if rescore else backend_class(name)(target, options)
     config = EvalConfig(model=model, modalities=modalities, samples=samples,
                         sampling=Sampling(temperature, top_p, max_tokens, seed, extra), system_prompt=system_prompt,
-                        model_args=sample_options(options), rounds=rounds, probe=probe)
+                        model_args=sample_options(options), rounds=rounds, probe=probe,
+                        endpoint=getattr(backend, "endpoint", None))
     try:
         with progress_bar() as bar:
             job = bar.add_task(f"{model}", total=None, rate="")

@@ -23,16 +23,22 @@ from typing import TYPE_CHECKING, Iterator
 from mmnp.core import CATEGORIES, Instance
 from mmnp.errors import DataError, MMNPError, RunError, UsageError
 from mmnp.evaluation.metrics import STDERR, level_key
+from mmnp.evaluation.schema import DELIVERY_WARNINGS, PROBE, RESULTS, check_results
+from mmnp.evaluation.schema import number as _number
 
 if TYPE_CHECKING:
     import pandas as pd
 
-RESULTS = "results.json"
-PROBE = "probe"  # metrics["probe"]: the perception probe's block, not a modality with SR/QR
 BREAK_SR = 0.5  # "breaks at": the lowest level whose SR falls below this
 FORMATS = ("md", "csv", "html")
-_GROUP_NUMBERS = ("sr", "qr", "sr_at_1", "qr_at_1", "opt_ratio", "distinct", "fail_rate", "instances")
-_GROUP_SCOPES = ("categories", "tasks", "difficulties", "task_difficulty")
+NAME_CAP = 200  # characters of a name (model, preset, hash) a report shows; a longer one is cut, saying so
+CELL_CAP = 300  # characters of any table cell or line of text a report shows
+TEXT_CAP = 20_000  # characters of a prompt, response or verdict the HTML sample browser shows
+
+
+def cap(text: str, limit: int = NAME_CAP) -> str:
+    """`text` cut to `limit` characters, saying so: a 50 MB model name must not make a 1 GB report."""
+    return text if len(text) <= limit else f"{text[:limit]}... [cut: {len(text):,} characters]"
 
 
 # -- reading results folders -------------------------------------------------------------
@@ -56,7 +62,7 @@ class Dataset:
 
         def text(key: str) -> str | None:
             value = d.get(key)
-            return value if isinstance(value, str) and value else None
+            return cap(value) if isinstance(value, str) and value else None
 
         generated = d.get("generated") if isinstance(d.get("generated"), dict) else None
         return cls(benchmark_hash=text("benchmark_hash") or "unknown", content_hash=text("content_hash"),
@@ -131,68 +137,28 @@ class Run:
         return "incomplete: " + ", ".join(parts) if parts else None
 
     def image_warning(self) -> str | None:
-        """Set when the image modality's delivery to the model was not shown (probe failed or skipped)."""
+        """Set when the image scores count samples whose picture was not shown to reach the model
+        (some failed the check, were never checked, or an older run skipped its probe)."""
         probe = self.results.get("image_probe")
-        if isinstance(probe, dict) and probe.get("status") in ("failed", "skipped"):
+        if isinstance(probe, dict) and probe.get("status") in DELIVERY_WARNINGS:
             detail = str(probe.get("detail") or "")[:80]
             return f"image delivery {probe['status']}" + (f": {detail}" if detail else "")
         return None
 
+    def delivery(self) -> str:
+        """The runs table's image-delivery cell: the status and how many image samples it covers."""
+        probe = self.results.get("image_probe") if isinstance(self.results.get("image_probe"), dict) else {}
+        status, samples = _text(probe.get("status")), probe.get("samples")
+        if isinstance(samples, dict) and samples:
+            return f"{status} (" + ", ".join(f"{n} {k}" for k, n in sorted(samples.items())) + ")"
+        if status == "passed":
+            return "passed (one probe per run, by an older mmnp: samples not checked one by one)"
+        return status
 
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _check_group(group, where: str) -> str | None:
-    if not isinstance(group, dict):
-        return f"{where} is not an object"
-    for key in _GROUP_NUMBERS:
-        if not _number(group.get(key)):
-            return f"{where}.{key} is {str(group.get(key))[:40]!r}, not a number"
-    for se in STDERR.values():
-        if group.get(se) is not None and not _number(group[se]):
-            return f"{where}.{se} is {str(group[se])[:40]!r}, not a number"
-    for curve in ("pass_at_k", "pass_at_k_opt"):
-        values = group.get(curve)
-        if not isinstance(values, dict) or not all(k.isdigit() and _number(v) for k, v in values.items()):
-            return f"{where}.{curve} is not a curve of numbers"
-    return None
-
-
-def _check_results(results) -> str | None:
-    """Where results.json departs from the shape the leaderboard reads (None when it does not)."""
-    if not isinstance(results, dict):
-        return "not a JSON object"
-    if not isinstance(results.get("model"), str) or not results["model"]:
-        return "no 'model' name"
-    metrics = results.get("metrics")
-    if not isinstance(metrics, dict):
-        return "no 'metrics' object"
-    for modality, block in metrics.items():
-        if not block:
-            continue
-        where = f"metrics.{modality}"
-        if not isinstance(block, dict):
-            return f"{where} is not an object"
-        if modality == PROBE:
-            groups = {"overall": block.get("overall"), **{f"tasks.{t}": g for t, g in (block.get("tasks") or {}).items()}}
-            for name, g in groups.items():
-                if not isinstance(g, dict) or not all(_number(g.get(k)) for k in ("recognition_accuracy", "field_f1")):
-                    return f"{where}.{name} lacks numeric recognition_accuracy and field_f1"
-            continue
-        problem = _check_group(block.get("overall"), f"{where}.overall")
-        for scope in _GROUP_SCOPES:
-            if problem:
-                return problem
-            groups = block.get(scope)
-            if not isinstance(groups, dict):
-                return f"{where}.{scope} is not an object"
-            problem = next(filter(None, (_check_group(g, f"{where}.{scope}.{n}") for n, g in groups.items())), None)
-            if not problem and scope == "task_difficulty":
-                problem = next((f"{where}.{scope}.{n} is not named task/level" for n in groups if "/" not in n), None)
-        if problem:
-            return problem
-    return None
+    def endpoint(self) -> str:
+        config = self.results.get("config") if isinstance(self.results.get("config"), dict) else {}
+        endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else {}
+        return _text(endpoint.get("base_url"))
 
 
 def read_run(folder: Path) -> Run | str:
@@ -209,10 +175,10 @@ def read_run(folder: Path) -> Run | str:
         return f"{file}: line {e.lineno} column {e.colno}: not valid JSON ({e.msg}); {redo}"
     except RecursionError:
         return f"{file}: JSON nested too deep; {redo}"
-    problem = _check_results(results)
+    problem = check_results(results)
     if problem:
         return f"{file}: {problem}; {redo}"
-    return Run(results["model"], folder, results)
+    return Run(cap(results["model"]), folder, results)
 
 
 def gather(paths: list[Path]) -> tuple[list[Run], list[str]]:
@@ -400,17 +366,63 @@ def detail_frame(group: Group, modality: str | None, scope: str, se: str | None 
         groups = {"overall": {"overall": metrics["overall"]}, "task": metrics["tasks"],
                   "difficulty": metrics["difficulties"], "task_difficulty": metrics["task_difficulty"]}[scope]
         for key, g in groups.items():
-            n = max(map(int, g["pass_at_k"]), default=1)
-            row = {**_who(run, name, m, group.dataset is None), scope: key}
-            for metric, title in (("sr", "SR"), ("qr", "QR"), ("sr_at_1", "SR@1"), ("qr_at_1", "QR@1")):
-                row.update(_cells(g, metric, title, se))
-            row["opt"] = _pct(g["opt_ratio"])
-            for k, v in g["pass_at_k"].items():
-                row[f"pass@{k}"] = _pct(v)
-            row[f"pass@{n}(opt)"] = _pct(g["pass_at_k_opt"].get(str(n)))
-            row[f"distinct@{n}"] = f"{g['distinct']:.2f}"
-            row["fail %"] = _pct(g["fail_rate"])
-            row["instances"] = g["instances"]
+            records.append(_detail_row({**_who(run, name, m, group.dataset is None), scope: key}, g, se))
+    return _frame(records)
+
+
+def _detail_row(row: dict, g: dict, se: str | None) -> dict:
+    """`row` (who and where) with every scalar metric of the group `g`, pass@k and distinct@n."""
+    n = max(map(int, g["pass_at_k"]), default=1)
+    for metric, title in (("sr", "SR"), ("qr", "QR"), ("sr_at_1", "SR@1"), ("qr_at_1", "QR@1")):
+        row.update(_cells(g, metric, title, se))
+    row["opt"] = _pct(g["opt_ratio"])
+    for k, v in g["pass_at_k"].items():
+        row[f"pass@{k}"] = _pct(v)
+    row[f"pass@{n}(opt)"] = _pct(g["pass_at_k_opt"].get(str(n)))
+    row[f"distinct@{n}"] = f"{g['distinct']:.2f}"
+    row["fail %"] = _pct(g["fail_rate"])
+    row["instances"] = g["instances"]
+    return row
+
+
+def _kinds_in(group: Group) -> list[str]:
+    """The picture kinds of the group's image runs, in `mmnp.render.PICTURE_KINDS` order."""
+    from mmnp.render import PICTURE_KINDS
+
+    found = {k for run in group.runs for k in ((run.results["metrics"].get("image") or {}).get("picture_kinds") or {})}
+    return [k for k in PICTURE_KINDS if k in found] + sorted(found - set(PICTURE_KINDS))
+
+
+def _kind_scopes(image: dict) -> Iterator[tuple[str, dict, dict[str, dict | None]]]:
+    """(scope, the total's group, each kind's group) overall, per task, and per task and level
+    where the level mixes kinds (there the kinds compare at one difficulty)."""
+    kinds = image["picture_kinds"]
+    yield "overall", image["overall"], {k: b["overall"] for k, b in kinds.items()}
+    for task, total in image["tasks"].items():
+        yield task, total, {k: b["tasks"].get(task) for k, b in kinds.items()}
+    for cell, total in image["task_difficulty"].items():
+        split = {k: b["task_difficulty"].get(cell) for k, b in kinds.items()}
+        if sum(g is not None for g in split.values()) > 1:
+            yield cell, total, split
+
+
+def kind_frame(group: Group, se: str | None = None) -> pd.DataFrame:
+    """Image SR and QR per picture kind beside the total: overall, per task, and per task and level
+    where a level mixes kinds, so perception of a drawing is not averaged with reading a list."""
+    order = _kinds_in(group)
+    records = []
+    for run, _, image, name in _rows(group, "image"):
+        if not image.get("picture_kinds"):
+            continue
+        for scope, total, split in _kind_scopes(image):
+            row = {**_who(run, name, None, group.dataset is None), "scope": scope}
+            row.update(_cells(total, "sr", "image SR", se))
+            row.update(_cells(total, "qr", "image QR", se))
+            for kind in order:
+                g = split.get(kind)
+                row.update(_cells(g, "sr", f"{kind} SR", se))
+                row.update(_cells(g, "qr", f"{kind} QR", se))
+                row[f"{kind} n"] = g["instances"] if g else ""
             records.append(row)
     return _frame(records)
 
@@ -483,7 +495,7 @@ def probe_frame(group: Group, se: str | None = None) -> pd.DataFrame:
 
 
 def runs_frame(group: Group) -> pd.DataFrame:
-    """Where each shown number comes from: one row per run with its folder, time, version,
+    """Where each shown number comes from: one row per run with its folder, endpoint, time, version,
     samples, completeness and image-delivery check (blank where results.json predates them)."""
     records = []
     for run in group.runs:
@@ -491,19 +503,26 @@ def runs_frame(group: Group) -> pd.DataFrame:
         config = r.get("config") if isinstance(r.get("config"), dict) else {}
         probe = r.get("image_probe") if isinstance(r.get("image_probe"), dict) else {}
         records.append({**_who(run, run.label, None, group.dataset is None), "folder": str(run.folder),
-                        "timestamp": _text(r.get("timestamp")), "mmnp": _text(r.get("mmnp_version")),
-                        "samples": _text(config.get("samples")), "complete": run.incomplete() or "yes",
-                        "image delivery": _text(probe.get("status"))})
+                        "endpoint": run.endpoint(), "timestamp": _text(r.get("timestamp")),
+                        "mmnp": _text(r.get("mmnp_version")), "samples": _text(config.get("samples")),
+                        "complete": run.incomplete() or "yes", "image delivery": run.delivery() if probe else ""})
     return _frame(records)
+
+
+def _md(text, limit: int = CELL_CAP) -> str:
+    """Text from results.json as markdown shows it literally: capped, HTML escaped (a `<script>` in a
+    model name is text, not markup), on one line, its pipes escaped (they would end a table cell)."""
+    text = html.escape(cap(str(text), limit), quote=False)
+    return " ".join(text.splitlines()).replace("|", "\\|")
 
 
 def _markdown(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "(no results)\n"
     cols = list(frame.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines = ["| " + " | ".join(map(_md, cols)) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for _, row in frame.iterrows():
-        lines.append("| " + " | ".join(str(row[c]).replace("|", "\\|") for c in cols) + " |")
+        lines.append("| " + " | ".join(_md(row[c]) for c in cols) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -520,6 +539,10 @@ def _sections(board: Board, group: Group, se: str | None) -> list[tuple[str, pd.
     if _levels_by_task(group, m):
         sections.append((f"By level: SR and QR per task and level; breaks at = the lowest level with SR below "
                          f"{100 * BREAK_SR:.0f} %", level_frame(group, m, se), "by-level"))
+    if m in (None, "image") and _kinds_in(group):
+        sections.append(("Image scores by picture kind (drawing, edge_list, table, chart): SR and QR over the "
+                         "instances of each kind beside the total; task/level rows where a level mixes kinds",
+                         kind_frame(group, se), "by-kind"))
     if m is None and any(r.probe() for r in group.runs):
         sections.append(("Perception and reasoning: text and image SR/QR beside the perception probe's "
                          "recognition accuracy and field F1", probe_frame(group, se), "probe"))
@@ -550,10 +573,10 @@ def rounds_frame(group: Group, modality: str | None) -> pd.DataFrame:
 def _markdown_board(board: Board, stderr: bool) -> str:
     parts = ["# MM-NP-Bench leaderboard\n"]
     if board.left_out:
-        parts.append("Not shown:\n\n" + "".join(f"- {line}\n" for line in board.left_out))
+        parts.append("Not shown:\n\n" + "".join(f"- {_md(line, 2 * CELL_CAP)}\n" for line in board.left_out))
     for group in board.groups:
-        parts.append(f"## {group.heading()}\n")
-        parts.extend(f"Note: {note}\n" for note in group.notes)
+        parts.append(f"## {_md(group.heading(), 2 * CELL_CAP)}\n")
+        parts.extend(f"Note: {_md(note, 2 * CELL_CAP)}\n" for note in group.notes)
         for title, frame, _ in _sections(board, group, "inline" if stderr else None):
             parts.append(f"### {title}\n\n{_markdown(frame)}")
     if not board.groups:
@@ -573,6 +596,11 @@ def _csv_board(board: Board, stderr: bool) -> str:
             ours = [detail_frame(alone, board.modality, scope, "column" if stderr else None)
                     .rename(columns={scope: "name"}).assign(scope=scope)
                     for scope in ("overall", "task", "difficulty", "task_difficulty")]
+            image = run.results["metrics"].get("image") or {}
+            if board.modality in (None, "image") and image.get("picture_kinds"):
+                ours.append(pd.DataFrame([_detail_row({"model": run.label, "modality": "image", "name": kind + (
+                    "" if scope == "overall" else f"/{scope}"), "scope": "picture_kind"}, g, "column" if stderr else None)
+                    for scope, _, split in _kind_scopes(image) for kind, g in split.items() if g is not None]))
             probe = run.probe() if board.modality is None else None
             if probe:
                 ours.append(pd.DataFrame([{"model": run.label, "modality": PROBE, "name": name, "scope": "probe",
@@ -642,8 +670,8 @@ document.querySelectorAll('table.sortable th').forEach(function (th, col) {
 def _table_html(frame: pd.DataFrame, table_id: str) -> str:
     if frame.empty:
         return "<p>(no results)</p>"
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+    head = "".join(f"<th>{html.escape(cap(str(c), CELL_CAP))}</th>" for c in frame.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(cap(str(v), CELL_CAP))}</td>" for v in row) + "</tr>"
                    for row in frame.itertuples(index=False))
     return f'<table class="sortable" id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
@@ -730,6 +758,26 @@ def _plots(board: Board, group: Group, p: _Plotter) -> list[tuple[str, str]]:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     plots.append(("QR by difficulty", p.svg(fig)))
+
+    kinds = _kinds_in(group)
+    pictured = [(label, color, metrics) for label, color, (_, m, metrics, _) in zip(labels, colors, rows)
+                if m == "image" and metrics.get("picture_kinds")]
+    if kinds and pictured:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
+        width = 0.8 / len(pictured)
+        for ax, key, title in ((axes[0], "sr", "Image SR"), (axes[1], "qr", "Image QR")):
+            for i, (label, color, metrics) in enumerate(pictured):
+                groups = [metrics["overall"]] + [(metrics["picture_kinds"].get(k) or {}).get("overall") for k in kinds]
+                bars = ax.bar(np.arange(len(groups)) + i * width - 0.4 + width / 2,
+                              [100 * g[key] if g else math.nan for g in groups], width, yerr=_errors(groups, key),
+                              capsize=2, label=label, color=color)
+                p.tag(bars.errorbar)
+            ax.set_xticks(range(len(kinds) + 1), ["all"] + [_label(k) for k in kinds])
+            ax.set_title(f"{title} by picture kind, ± 1 SE")
+            ax.set_ylabel("%")
+            ax.grid(axis="y", alpha=0.3)
+        axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        plots.append(("Image SR and QR by picture kind", p.svg(fig)))
 
     fig, ax = plt.subplots(figsize=(5, 3.4))
     ks = sorted({int(k) for _, _, metrics, _ in rows for k in metrics["overall"]["pass_at_k"]})
@@ -834,20 +882,22 @@ def _browser(runs: list[Run], modality: str | None, per_task: int, size: int = 4
                 inst = instance_of(run, _text(r.get("id")))
                 verdict = _verdict(r)
                 response = _text(r.get("response"))
+                response_shown = cap(response, TEXT_CAP)
                 images = ""
                 if inst is not None:
                     t = get_task(inst.task)
                     images = (f'<div class="pair"><img alt="instance" src="{_png_uri(t.render(inst, size))}">'
                               f'<img alt="answer overlay" src="{_png_uri(t.render(inst, size, answer=response))}"></div>')
-                prompt = (inst.prompt if r.get("modality") == "text" else inst.image_prompt) if inst else ""
+                prompt = cap((inst.prompt if r.get("modality") == "text" else inst.image_prompt) if inst else "",
+                             TEXT_CAP)
                 ratio = r.get("ratio")
                 parts.append(
-                    f'<details><summary>{html.escape(run.label)} · {html.escape(r["key"])} · '
+                    f'<details><summary>{html.escape(run.label)} · {html.escape(cap(_text(r["key"])))} · '
                     f'<span class="{"ok" if r.get("feasible") is True else "bad"}">{html.escape(verdict[:160])}</span>'
                     f'{f" · ratio {ratio:.3f}" if _number(ratio) else ""}</summary>'
                     f"{images}<h4>Prompt ({html.escape(_text(r.get('modality')))})</h4><pre>{html.escape(prompt)}</pre>"
-                    f"<h4>Response</h4><pre>{html.escape(response)}</pre>"
-                    f"<h4>Verdict</h4><pre>{html.escape(verdict)}</pre></details>")
+                    f"<h4>Response</h4><pre>{html.escape(response_shown)}</pre>"
+                    f"<h4>Verdict</h4><pre>{html.escape(cap(verdict, TEXT_CAP))}</pre></details>")
     return "\n".join(parts) or "<p>(no samples)</p>", problems
 
 
@@ -856,8 +906,8 @@ def _html_board(board: Board, browser_samples: int, stderr: bool) -> str:
     body = []
     for n, group in enumerate(board.groups):
         suffix = "" if n == 0 else f"-{n + 1}"
-        body.append(f'<h2 class="dataset">{html.escape(group.heading())}</h2>')
-        body.extend(f'<p class="warn">{html.escape(note)}</p>' for note in group.notes)
+        body.append(f'<h2 class="dataset">{html.escape(cap(group.heading(), 2 * CELL_CAP))}</h2>')
+        body.extend(f'<p class="warn">{html.escape(cap(note, 2 * CELL_CAP))}</p>' for note in group.notes)
         if group.dataset is not None and group.dataset.modified:
             body.append('<p class="warn">This data was modified: its numbers do not compare with the benchmark.</p>')
         sections = _sections(board, group, "inline" if stderr else None)
@@ -870,8 +920,8 @@ def _html_board(board: Board, browser_samples: int, stderr: bool) -> str:
     shown = [r for g in board.groups for r in g.runs]
     browser, damaged = _browser(shown, board.modality, browser_samples)
     left_out = board.left_out + damaged
-    not_shown = ("<h2>Not shown</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in left_out) + "</ul>"
-                 if left_out else "")
+    not_shown = ("<h2>Not shown</h2><ul>" + "".join(f"<li>{html.escape(cap(line, 2 * CELL_CAP))}</li>"
+                                                    for line in left_out) + "</ul>" if left_out else "")
     summary = (f"{len(shown)} run(s) on {len(board.groups)} " + ("table(s) of mixed data" if board.mixed else "dataset(s)")
                + ". SR and QR in %, NP-Bench's best-of-n figures; click a column to sort.")
     return f"""<!DOCTYPE html>

@@ -8,7 +8,11 @@ model) stop the run at any time.
 Any other failure, and any reply that is not a well-formed chat completion (wrong types,
 non-UTF-8, deep nesting, NaN counts, lone surrogates), is a failed sample with its reason,
 asked again on the next run. Responses longer than `max_response_chars` are cut (and marked
-`truncated`); bodies over `MAX_BODY_BYTES` are refused. The API key never reaches a record.
+`truncated`); bodies over `MAX_BODY_BYTES` are refused.
+
+The API key never reaches a record: it is stripped of surrounding white space (a key with a
+control character inside is refused), and every text from the server is redacted, matching
+the key in any letter case and as JSON escapes it, before anything is cut, excerpted or stored.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 import random
 import re
 import time
+import unicodedata
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -57,7 +62,7 @@ class OpenAIBackend:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"--base-url {_strip_userinfo(self.base_url)!r}: expected an http:// or https:// URL "
                              "such as http://localhost:8000/v1")
-        self.api_key = os.environ.get(o.api_key_env)
+        self.api_key = _clean_key(os.environ.get(o.api_key_env), o.api_key_env)
         if self.api_key is None and not _is_local(self.base_url):
             raise UsageError(f"set the API key in the environment variable {o.api_key_env} (or name another with "
                              "--api-key-env); a key is optional only for local servers")
@@ -74,10 +79,13 @@ class OpenAIBackend:
         self.options = o
         self.concurrency, self.max_retries, self.timeout = o.concurrency, o.max_retries, o.timeout
         self.backoff, self.max_backoff = o.backoff, 30.0
-        # the key as sent and as JSON-escaped in an echoing error body; keys under 4 characters are not secrets
+        # the key as sent and as JSON escapes it (\uXXXX, \/) in an echoing body, in any letter case;
+        # keys under 4 characters are not secrets
         secrets = [s for s in (self.api_key, parts.password) if s and len(s) >= 4]
-        forms = sorted({v for s in secrets for v in (s, json.dumps(s)[1:-1])}, key=len, reverse=True)
-        self._secret = re.compile("|".join(map(re.escape, forms))) if forms else None
+        escaped = [json.dumps(s)[1:-1] for s in secrets]
+        forms = sorted({*secrets, *escaped, *(e.replace("/", "\\/") for e in escaped)}, key=len, reverse=True)
+        self._secret = re.compile("|".join(map(re.escape, forms)), re.IGNORECASE) if forms else None
+        self.endpoint = {"base_url": _strip_userinfo(self.base_url), "model": model}
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -87,29 +95,17 @@ class OpenAIBackend:
         if requests:
             asyncio.run(self._run(requests, sampling, emit))
 
-    def probe_image(self, request: Request, sampling: Sampling) -> dict:
-        """Does the picture reach the model? The same request with and without it must differ
-        in usage.prompt_tokens (a server that drops images counts the same prompt)."""
+    def measure(self, requests: list[Request], sampling: Sampling) -> list[Completion]:
+        """The completions of `requests`, in order, sent `concurrency` at a time (what the
+        image-delivery checks read usage.prompt_tokens from; `mmnp.evaluation.delivery`).
+        A failure is a failed completion; 401/403/404 raise as in a run."""
         import asyncio
 
-        return asyncio.run(self._probe(request, sampling))
+        async def measure_all() -> list[Completion]:
+            async with self._session() as session:
+                return list(await asyncio.gather(*(self._call(session, r, sampling) for r in requests)))
 
-    async def _probe(self, request: Request, sampling: Sampling) -> dict:
-        short = replace(sampling, max_tokens=min(sampling.max_tokens, 16))
-        async with self._session() as session:
-            counts = []
-            for r in (request, replace(request, image=None)):
-                c = await self._call(session, r, short)
-                if c.error is not None or c.prompt_tokens is None:
-                    why = c.error or "the reply has no usage.prompt_tokens"
-                    return {"status": "failed", "detail": f"cannot tell whether images reach the model: {why}"}
-                counts.append(c.prompt_tokens)
-        with_image, without = counts
-        if with_image > without:
-            return {"status": "passed", "detail": f"usage.prompt_tokens {with_image} with the image, {without} "
-                                                  "without: the image reaches the model"}
-        return {"status": "failed", "detail": f"usage.prompt_tokens is {with_image} with the image and {without} "
-                                              "without: the endpoint seems to drop images"}
+        return asyncio.run(measure_all()) if requests else []
 
     def _session(self):
         import aiohttp
@@ -190,7 +186,7 @@ class OpenAIBackend:
                         return self._failed(f"response body over {MAX_BODY_BYTES // 2**20} MiB: refused",
                                             start, attempt + 1)
                     return self._parse(body, start, attempt + 1)
-                message = self._redact(_error_message(body))
+                message = _error_message(body, self._redact)
                 if status in FATAL:
                     raise EndpointError(f"{self.name} at {_strip_userinfo(self.base_url)}: HTTP {status} "
                                         f"({FATAL[status]}): {message}")
@@ -210,13 +206,15 @@ class OpenAIBackend:
                           extra={"transport": True} if transport else {})
 
     def _parse(self, body: bytes, start: float, attempts: int) -> Completion:
-        """A 200 reply -> a completion, or a failed one naming what is wrong with the reply."""
+        """A 200 reply -> a completion, or a failed one naming what is wrong with the reply.
+        Redacted before anything is excerpted or cut (a key across the cut must not survive in part)."""
         try:
-            text = body.decode("utf-8")
+            raw = body.decode("utf-8")
         except UnicodeDecodeError as e:
             return self._failed(f"malformed reply: the body is not UTF-8 (byte {e.start})", start, attempts)
+        text = self._redact(raw)
         try:
-            data = json.loads(text, parse_constant=_no_constant)
+            data = json.loads(raw, parse_constant=_no_constant)
         except RecursionError:
             return self._failed("malformed reply: JSON nested too deeply", start, attempts)
         except ValueError as e:
@@ -245,12 +243,13 @@ class OpenAIBackend:
         for name in ("prompt_tokens", "completion_tokens"):
             value = usage.get(name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-                return self._failed(f"malformed reply: usage.{name} is {_excerpt(repr(value), 60)}, not a count",
-                                    start, attempts)
+                shown = _excerpt(self._redact(repr(value)), 60)
+                return self._failed(f"malformed reply: usage.{name} is {shown}, not a count", start, attempts)
             counts.append(value)
+        content = self._redact(content)
         cap = self.options.max_response_chars
         truncated = len(content) > cap
-        return Completion(self._redact(content[:cap]), counts[0], counts[1], time.perf_counter() - start,
+        return Completion(content[:cap], counts[0], counts[1], time.perf_counter() - start,
                           attempts=attempts, truncated=truncated)
 
     def _redact(self, text: str) -> str:
@@ -271,16 +270,17 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _error_message(body: bytes) -> str:
-    """The server's own message from an error body ({"error": {"message": ...}} or the text)."""
+def _error_message(body: bytes, redact) -> str:
+    """The server's own message from an error body ({"error": {"message": ...}} or the text),
+    redacted before it is excerpted."""
     text = body.decode("utf-8", "replace")
     try:
         data = json.loads(text)
         error = data.get("error", data) if isinstance(data, dict) else data
         message = error.get("message", error) if isinstance(error, dict) else error
-        return _excerpt(message if isinstance(message, str) else json.dumps(message))
+        return _excerpt(redact(message if isinstance(message, str) else json.dumps(message)))
     except (ValueError, RecursionError):
-        return _excerpt(text)
+        return _excerpt(redact(text))
 
 
 def _excerpt(text: str, limit: int = EXCERPT) -> str:
@@ -302,6 +302,19 @@ def _retry_after(value: str | None) -> float | None:
     except ValueError:
         return None
     return min(60.0, max(0.0, wait)) if wait is not None and math.isfinite(wait) else None
+
+
+def _clean_key(key: str | None, variable: str) -> str | None:
+    """The API key without surrounding white space (a pasted key's trailing newline or space);
+    refused with one line when a control character is left inside it."""
+    if key is None:
+        return None
+    key = key.strip()
+    bad = next((i for i, ch in enumerate(key) if unicodedata.category(ch) == "Cc"), None)
+    if bad is not None:
+        raise UsageError(f"the API key in ${variable} holds a control character ({ord(key[bad]):#04x}, at character "
+                         f"{bad + 1} of {len(key)}), such as a line break inside it; set {variable} to the key alone")
+    return key or None
 
 
 def _is_local(url: str) -> bool:

@@ -8,6 +8,9 @@ append-only log, and compute `results.json` from that log.
 Resuming needs no bookkeeping beyond the log (`mmnp.records`): a key with a successful line
 is done, a key whose latest line is a failed call is asked again, and a line cut by a crash
 is dropped. The folder is locked for the run: a second eval on it is refused.
+
+Every image-bearing sample is checked for delivery (`mmnp.evaluation.delivery`) and records
+its picture's kind (`picture_kind`), by which image scores are also reported.
 """
 
 from __future__ import annotations
@@ -19,21 +22,23 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
 from mmnp.core import Instance
 from mmnp.dataset import atomic_write
 from mmnp.errors import DataError, RunError, UsageError
-from mmnp.evaluation.backend import MESSAGES_TEMPLATE, Backend, Completion, Request, Sampling
+from mmnp.evaluation.backend import (MESSAGES_TEMPLATE, Backend, Completion, Request, Sampling, backend_class,
+                                    split_model)
+from mmnp.evaluation.delivery import Delivery, summary
 from mmnp.evaluation.metrics import aggregate, instance_metrics
+from mmnp.evaluation.schema import PROBE, RESULTS, Results
 from mmnp.records import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
 from mmnp.registry import get_task, list_tasks
 from mmnp.transcribe import probe_prompt
 
 MODALITIES = ("text", "image")
-PROBE = "probe"  # the perception probe's samples and metrics block (not a modality with SR/QR)
 PROBES = ("transcribe",)
 
 
@@ -47,10 +52,13 @@ class EvalConfig:
     model_args: dict = field(default_factory=dict)  # the backend options that change what a sample is
     rounds: int = 1  # --rounds: feedback turns from the verifier, up to this many answers per sample
     probe: str | None = None  # --probe transcribe: one transcription per instance's picture, scored field by field
+    endpoint: dict | None = None  # where the model is served ({base_url, model}); None for in-process backends
 
     def identity(self) -> dict:
         """What must match for stored samples to be reused (samples and limit may grow)."""
         identity = {"model": self.model, "sampling": self.sampling.identity(), "system_prompt": self.system_prompt}
+        if self.endpoint:  # a resumed run against another server would mix two models' answers
+            identity["endpoint"] = self.endpoint
         if self.model_args:  # only when set: older run.json files stay resumable
             identity["model_args"] = self.model_args
         if self.rounds > 1:  # a sample's answer is its last round's
@@ -151,6 +159,30 @@ def score_probe(request: Request, completion: Completion) -> dict:
             "error": completion.error}
 
 
+def picture_kind(inst: Instance, cache: dict[str, str] | None = None) -> str:
+    """What the instance's picture asks of a reader (`mmnp.render.PICTURE_KINDS`): from its record,
+    or from its layout (graph records written before pictures said their kind), or by drawing it
+    again when the record's picture is the current version (or there is no record: on the fly);
+    `unspecified` for an older picture version, which the current renderer might draw otherwise."""
+    from mmnp.task import PICTURE_VERSION
+
+    if cache is not None and inst.id in cache:
+        return cache[inst.id]
+    picture = inst.picture if isinstance(inst.picture, dict) else {}
+    layout = picture.get("layout") if isinstance(picture.get("layout"), dict) else {}
+    if isinstance(picture.get("kind"), str):
+        kind = picture["kind"]
+    elif "adjacency_panel" in layout:
+        kind = "edge_list" if layout["adjacency_panel"] else "drawing"
+    elif picture and picture.get("version") != PICTURE_VERSION:
+        kind = "unspecified"
+    else:
+        kind = get_task(inst.task).picture(inst)[1]["kind"]
+    if cache is not None:
+        cache[inst.id] = kind
+    return kind
+
+
 def _jsonable(x):
     return json.loads(json.dumps(x))
 
@@ -243,6 +275,10 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
     except ValueError:
         raise DataError(f"{run_file}: not JSON; delete it to reuse the folder's samples with the current "
                         "settings") from None
+    if isinstance(stored, dict) and "endpoint" in stored and rescore:
+        identity["endpoint"] = stored["endpoint"]  # rescoring calls no endpoint: the samples' own stays
+    elif isinstance(stored, dict) and "endpoint" not in stored and "endpoint" in identity:
+        stored = {**stored, "endpoint": identity["endpoint"]}  # written before mmnp recorded the endpoint
     if stored is not None and stored != identity:
         raise UsageError(f"{out} holds samples from different settings ({_diff(stored, identity)}); "
                         "choose another --output-path, or delete the folder to start over")
@@ -252,7 +288,8 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
     by_id = {inst.id: inst for inst in instances}
     started = time.time()
     calls = 0
-    probe = _previous_probe(out, config)
+    kinds: dict[str, str] = {}
+    delivery = Delivery(backend, config.sampling, skip_image_probe, encoding=_previous_encoding(out))
     stopped: RunError | None = None
     if rescore:
         for key, record in log.records.items():
@@ -276,6 +313,9 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
 
         def emit(request: Request, completion: Completion) -> None:
             nonlocal done
+            checked, undelivered = delivery.verdict(request, completion)
+            if undelivered is not None:  # the picture did not reach the model: a failed sample
+                completion = replace(completion, error=undelivered)
             if request.modality == PROBE:
                 record = score_probe(request, completion)
             else:
@@ -283,6 +323,8 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
                                request.messages_sha256())
                 if config.rounds > 1:
                     record = round_record(record, request, config.rounds)
+            if request.image is not None:
+                record.update(checked, picture_kind=picture_kind(request.instance, kinds))
             try:
                 log.append(record)
             except (ValueError, UnicodeEncodeError) as e:  # a reply the backend let through never poisons the log
@@ -292,14 +334,12 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
                 progress(done, len(requests))
 
         try:
-            image_requests = [r for r in requests if r.image is not None]
-            if image_requests:
-                probe = _probe(backend, image_requests[0], config.sampling, skip_image_probe)
-                if probe["status"] == "failed":
-                    raise RunError(f"image probe: {probe['detail']}; no image request was made. Use a vision model "
-                                   "or an endpoint that accepts images, or pass --skip-image-probe to run anyway "
-                                   "(results.json records that images were not checked)")
             for _ in range(config.rounds):  # one batch per round; a sample leaves when it is finished
+                unsendable = delivery.prepare(requests)  # may stop the run: images do not reach the model
+                for request, why in unsendable:
+                    emit(request, Completion(None, error=why, attempts=0))
+                held = {id(r) for r, _ in unsendable}
+                requests = [r for r in requests if id(r) not in held]
                 if not requests:
                     break
                 backend.run(requests, config.sampling, emit)
@@ -313,10 +353,11 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
             stopped = e
         finally:
             log.close()
-    results = compute_results(log, instances, config)
-    results["image_probe"] = probe
+    results = compute_results(log, instances, config, kinds)
+    results["image_probe"] = _delivery_summary(log, instances, config, delivery.encoding, backend)
     results.update(_provenance(config, dataset, calls, time.time() - started, log))
-    atomic_write(out / "results.json", json.dumps(results, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    results["timing"]["this_run_check_requests"] = delivery.requests_made
+    atomic_write(out / RESULTS, json.dumps(results, indent=1, sort_keys=True, allow_nan=False) + "\n")
     if stopped is not None:
         raise stopped
     return results
@@ -331,31 +372,37 @@ def _dataset_identity(dataset: dict | None) -> str | None:
     return f"{content}:{dataset['references_hash']}" if dataset.get("references_hash") else content
 
 
-def _probe(backend: Backend, request: Request, sampling: Sampling, skip: bool) -> dict:
-    """Check that images reach the model before paying for an image run (see README: Trusting a result)."""
-    if skip:
-        return {"status": "skipped", "detail": "--skip-image-probe: image delivery was not checked"}
-    probe = getattr(backend, "probe_image", None)
-    if probe is None:
-        return {"status": "not_applicable", "detail": f"{backend.name} runs in-process, not behind an endpoint "
-                                                      "that could drop images"}
-    return probe(request, sampling)
-
-
-def _previous_probe(out: Path, config: EvalConfig) -> dict:
-    """A resumed run with no image request left keeps the probe result of the run that made them."""
-    if "image" not in config.modalities:
-        return {"status": "not_applicable", "detail": "no image modality"}
+def _previous_encoding(out: Path) -> dict | None:
+    """The encoding check of the run's earlier part (the endpoint is part of the run's identity),
+    kept when this part sends no image request."""
     try:
-        previous = json.loads((out / "results.json").read_text()).get("image_probe")
+        previous = json.loads((out / RESULTS).read_text()).get("image_probe")
     except (OSError, ValueError, AttributeError):
-        previous = None
-    if isinstance(previous, dict) and previous.get("status") in ("passed", "failed", "skipped", "not_applicable"):
-        return previous
-    return {"status": "not_applicable", "detail": "no image request was made"}
+        return None
+    encoding = previous.get("encoding") if isinstance(previous, dict) else None
+    return encoding if isinstance(encoding, dict) and encoding.get("status") in ("passed", "failed") else None
 
 
-def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfig) -> dict:
+def _image_modalities(config: EvalConfig) -> list[tuple[str, int]]:
+    """(modality, samples per instance) of the samples that carry a picture."""
+    return ([("image", config.samples)] if "image" in config.modalities else []) + ([(PROBE, 1)] if config.probe else [])
+
+
+def _delivery_summary(log: SampleLog, instances: list[Instance], config: EvalConfig, encoding: dict | None,
+                      backend: Backend | None) -> dict:
+    """results.json's `image_probe` from the latest record of every image-bearing sample."""
+    pictured = _image_modalities(config)
+    if not pictured:
+        return summary([], encoding, False, None)
+    records = [log.records.get(sample_key(inst.id, m, k)) for inst in instances for m, n in pictured for k in range(n)]
+    if backend is None:  # --rescore: the backend the samples came from
+        backend = backend_class(split_model(config.model)[0])
+    in_process = None if callable(getattr(backend, "measure", None)) else config.model
+    return summary(records, encoding, True, in_process)
+
+
+def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfig,
+                    kinds: dict[str, str] | None = None) -> Results:
     categories = {t.name: t.category for t in list_tasks()}
     by_modality = {}
     missing = failed = 0
@@ -367,10 +414,15 @@ def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfi
             if any(s is None for s in samples):
                 missing += 1
                 continue
-            rows.append({"task": inst.task, "difficulty": inst.difficulty, "metrics": instance_metrics(samples)})
+            row = {"task": inst.task, "difficulty": inst.difficulty, "metrics": instance_metrics(samples)}
+            if modality == "image":
+                row["kind"] = picture_kind(inst, kinds)
+            rows.append(row)
         by_modality[modality] = aggregate(rows, categories) if rows else {}
         if config.rounds > 1 and rows:
             _add_rounds(by_modality[modality], log, instances, config, modality, categories)
+        if modality == "image" and rows:
+            by_modality[modality]["picture_kinds"] = _by_kind(rows, categories)
     if config.probe:  # one probe sample per instance, counted like any other sample
         by_modality[PROBE] = _probe_metrics(log, instances)
         probes = [log.records.get(sample_key(inst.id, PROBE, 0)) for inst in instances]
@@ -379,6 +431,19 @@ def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfi
     total = len(instances) * (len(config.modalities) * config.samples + bool(config.probe))
     return {"metrics": by_modality, "complete": missing == 0 and failed == 0, "missing_instances": missing,
             "failed_samples": failed, "total_samples": total}
+
+
+def _by_kind(rows: list[dict], categories: dict) -> dict:
+    """metrics.image.picture_kinds: the image scores over the instances of each picture kind (overall,
+    per task, per task and level), beside the total, so a drawing's score is not averaged with a list's."""
+    by_kind: dict[str, list[dict]] = {}
+    for row in rows:
+        by_kind.setdefault(row["kind"], []).append(row)
+    out = {}
+    for kind, kind_rows in sorted(by_kind.items()):
+        agg = aggregate(kind_rows, categories)
+        out[kind] = {"overall": agg["overall"], "tasks": agg["tasks"], "task_difficulty": agg["task_difficulty"]}
+    return out
 
 
 def _add_rounds(block: dict, log: SampleLog, instances: list[Instance], config: EvalConfig, modality: str,

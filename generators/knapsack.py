@@ -107,7 +107,7 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     header = ["item", "weight", "value"]
     # more items than a square holds at MIN_FONT: the canvas grows taller, the text does not shrink
     table_h = table_box_height(size - 24, size - 76, header, rows)
-    canvas = Canvas(size, math.ceil(64 + table_h + 12))
+    canvas = Canvas(size, math.ceil(64 + table_h + 12), kind="table")
     chosen = {i for i in solution or () if isinstance(i, int) and 0 <= i < len(weights)}
     canvas.text((size / 2, 10), f"Knapsack capacity: {cap}    ({len(weights)} items)", size=20, anchor="mt", bold=True)
     if solution is not None:

@@ -153,7 +153,7 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
         row = math.ceil(font + 8 * s)
         table_top = 40 * s + 2 * (font + 30 * s) + row * (len(people) + len(rooms)) + 20 * s + font + 8 * s
         height = math.ceil(table_top + table_height(size - 16 * s, table_header, table_rows, MIN_FONT) + 6 * s)
-    canvas = Canvas(size, height)
+    canvas = Canvas(size, height, kind="chart")
     canvas.text((size / 2, 8 * s), f"Meeting scheduling: working day {data['day'][0]}-{data['day'][1]}",
                 size=max(MIN_FONT + 2, round(19 * s)), anchor="mt", bold=True)
     bad_meetings = {x[0] for v in violations for x in v.where if isinstance(x, tuple)

@@ -81,7 +81,7 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     chosen = {s for s in solution or () if isinstance(s, int) and 0 <= s < m}
     if cell < MIN_CELL * size / DEFAULT_SIZE:
         return _render_list(data, size, chosen, violations)
-    canvas = Canvas(size, size)
+    canvas = Canvas(size, size, kind="table")
     canvas.text((size / 2, 10), f"Set cover: universe 1..{u}, {m} subsets", size=20, anchor="mt", bold=True)
     uncovered = {e for v in violations if v.kind == "uncovered_element" for e in v.where}
     font = max(MIN_FONT, min(16, int(cell * 0.6)))
@@ -125,7 +125,7 @@ def _render_list(data: dict, size: int, chosen: set[int], violations: tuple[Viol
     uncovered = sorted({e for v in violations if v.kind == "uncovered_element" for e in v.where})
     top = 78 * s
     panel, height = text_panel(size, subset_rows(subsets, chosen), top)
-    canvas = Canvas(size, height)
+    canvas = Canvas(size, height, kind="edge_list")
     canvas.text((size / 2, 10 * s), f"Set cover: universe 1..{u}, {len(subsets)} subsets",
                 size=max(MIN_FONT + 2, round(20 * s)), anchor="mt", bold=True)
     if chosen:

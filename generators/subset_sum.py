@@ -72,7 +72,7 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     if table_h > size - 88:
         x0, x1 = 12, size - 12
         table_h = table_box_height(x1 - x0, size - 88, header, rows, max_font=22)
-    canvas = Canvas(size, math.ceil(76 + table_h + 12))
+    canvas = Canvas(size, math.ceil(76 + table_h + 12), kind="table")
     canvas.text((size / 2, 12), f"Subset sum: target {data['target']}", size=24, anchor="mt", bold=True)
     chosen = {i for i in solution or () if isinstance(i, int) and 0 <= i < len(numbers)}
     if solution is not None:

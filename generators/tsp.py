@@ -84,7 +84,7 @@ def render(data: dict, size: int, solution: list[int] | None = None,
         font_size = MIN_FONT
         table_h = table_height(size - 16 * s, header, rows, font_size)
         plot = size - 16 * s
-    canvas = Canvas(size, math.ceil(plot + table_h + 16 * s))
+    canvas = Canvas(size, math.ceil(plot + table_h + 16 * s), kind="chart")
     m = round(40 * s)  # margin for axis labels
     x_left = (size - plot) / 2
     scale = (plot - 2 * m) / grid

@@ -21,6 +21,11 @@ from PIL import Image, ImageDraw, ImageFont
 from mmnp.layout import Geometry, circle, place
 
 DEFAULT_SIZE = 768
+# What a picture asks of a reader, recorded as `picture["kind"]` so image scores can be split by it:
+# `drawing` a node-link diagram (edges seen as lines), `edge_list` the structure written out as rows of
+# text ("u: v, w"), `table` numbers (or an incidence grid) in rows and columns, `chart` a plot or
+# timeline with its numbers in a table beside it.
+PICTURE_KINDS = ("drawing", "edge_list", "table", "chart")
 
 # Palette indices. Fixed, so drawings never depend on colour allocation order.
 WHITE, BLACK, GREY, LIGHT_GREY, NODE, RED, GREEN, BLUE, ORANGE, HIGHLIGHT, FAINT_RED, DARK_GREY = range(12)
@@ -131,8 +136,9 @@ def text_width(s: str, size: int, bold: bool = False) -> float:
 class Canvas:
     """A palette image with the few drawing calls the renderers need."""
 
-    def __init__(self, width: int, height: int) -> None:
+    def __init__(self, width: int, height: int, kind: str | None = None) -> None:
         self.width, self.height = width, height
+        self.kind = kind  # one of PICTURE_KINDS (None: an answer overlay, or a plugin that does not say)
         self.image = Image.new("P", (width, height), WHITE)
         self.image.putpalette(_PALETTE)
         self.draw = ImageDraw.Draw(self.image)
@@ -348,7 +354,7 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
         _, pos, geo, panel, height = best
     else:
         height = size
-    canvas = Canvas(size, height)
+    canvas = Canvas(size, height, kind="drawing" if ok else "edge_list")
     canvas.text((size / 2, 8 * scale), title, size=max(MIN_FONT + 2, round(18 * scale)), anchor="mt", bold=True)
     return canvas, GraphDrawing(pos, geo, ok, panel)
 

@@ -245,9 +245,11 @@ class Task:
     # -- pictures ---------------------------------------------------------------------
     def picture(self, instance: Instance | Mapping, size: int = DEFAULT_SIZE) -> tuple[bytes, dict]:
         """The instance's PNG and what the record says about it: the picture version, its
-        pixel size and, for graphs, the vertex layout (`mmnp.render.GraphDrawing`)."""
+        pixel size, its kind (`mmnp.render.PICTURE_KINDS`: image scores are split by it) and,
+        for graphs, the vertex layout (`mmnp.render.GraphDrawing`)."""
         canvas = self.generator.render(_data(instance), size)
-        info = {"version": PICTURE_VERSION, "width": canvas.width, "height": canvas.height}
+        info = {"version": PICTURE_VERSION, "width": canvas.width, "height": canvas.height,
+                "kind": canvas.kind or "unspecified"}
         if canvas.layout is not None:
             info["layout"] = canvas.layout
         return canvas.png(), info

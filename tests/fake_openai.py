@@ -1,18 +1,35 @@
 """A real HTTP server on localhost speaking the OpenAI chat-completions protocol, with
-injectable faults (429 / 500 / 401 / delays), malformed and hostile reply shapes, and an
-image-dropping mode, recording what it saw."""
+injectable faults (429 / 500 / 401 / delays), malformed and hostile reply shapes, servers that
+drop pictures (all of them, or one replica of a pool) or count their base64 text as tokens,
+recording what it saw."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
+import math
+import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-IMAGE_TOKENS = 85  # what a vision model's usage.prompt_tokens grows by per picture (OpenAI's low detail)
+
+
+def image_tokens(png: bytes) -> int:
+    """What a vision model's usage.prompt_tokens grows by per picture: OpenAI's high-detail rule
+    (85 plus 170 per 512-px tile), a function of the pixels only, never of the encoded bytes."""
+    width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
+    return 85 + 170 * math.ceil(width / 512) * math.ceil(height / 512)
+
+
+def replica_pool(replicas: int, dropping: int) -> Callable[[int], bool]:
+    """`drop_images` for a pool of `replicas` servers whose number `dropping` ignores pictures; a
+    request goes to the replica its number hashes to (as a balancer spreads connections: no
+    period that a client's request pattern could fall in step with)."""
+    return lambda number: int(hashlib.sha256(str(number).encode()).hexdigest(), 16) % replicas == dropping
+
 
 # Replies no well-behaved server sends; each must become a failed sample with its reason.
 SHAPES = {
@@ -42,16 +59,26 @@ class FakeOpenAI:
     """`answer(text, png_bytes_or_None) -> str` decides the reply; `fault(request_no, text)`
     may return (status, delay_s) to inject a failure or a delay before answering; `shape(request_no,
     text)` may name a reply of `SHAPES` (or "echo_key": an error echoing the Authorization header,
-    or "huge:N": a content of N characters) to send instead. `drop_images`: the server ignores
-    pictures, as a text-only model behind an OpenAI-compatible server does."""
+    or "huge:N": a content of N characters, "echo_key_at:N": an error whose message has the Authorization
+    header at character N, "echo_key_upper" / "echo_key_escaped": the key upper-cased / as \\u escapes,
+    "content_key_at:N": a reply whose content has the key at character N) to send instead.
+    `drop_images`: the server ignores pictures, as a text-only model behind an OpenAI-compatible
+    server does (True, or a function of the request number: one replica of a pool, `replica_pool`);
+    `count_base64`: a text-only server that counts the data URL's text as prompt tokens; `context`:
+    prompts counting more tokens are refused (HTTP 400), as a model's context length does.
+    usage.prompt_tokens counts every message's text (4 characters a token) plus `image_tokens`
+    per picture the model sees."""
 
     def __init__(self, answer: Callable[[str, bytes | None], str],
                  fault: Callable[[int, str], tuple[int, float] | None] | None = None, delay: float = 0.0,
-                 shape: Callable[[int, str], str | None] | None = None, drop_images: bool = False) -> None:
+                 shape: Callable[[int, str], str | None] | None = None,
+                 drop_images: bool | Callable[[int], bool] = False, count_base64: bool = False,
+                 context: int | None = None, port: int = 0) -> None:
         self.answer, self.fault, self.delay, self.shape = answer, fault, delay, shape
-        self.drop_images = drop_images
+        self.drop_images, self.count_base64, self.context = drop_images, count_base64, context
         self.lock = threading.Lock()
         self.requests: list[dict] = []
+        self.dropped: list[int] = []  # the numbers of the requests whose picture the server ignored
         self.in_flight = 0
         self.max_in_flight = 0
         self.images_seen = 0
@@ -79,21 +106,28 @@ class FakeOpenAI:
             def _reply(self, number: int, body: dict) -> None:
                 if self.path != "/v1/chat/completions":
                     return self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
-                text, png = "", None
-                content = body["messages"][-1]["content"]
-                if isinstance(content, str):  # plain-text messages (lm_eval's local-chat-completions)
-                    content = [{"type": "text", "text": content}]
-                for part in content:
-                    if part["type"] == "text":
-                        text = part["text"]
-                    elif part["type"] == "image_url":
-                        url = part["image_url"]["url"]
-                        assert url.startswith("data:image/png;base64,")
-                        png = base64.b64decode(url.split(",", 1)[1])
-                        assert png.startswith(b"\x89PNG")
-                        with server.lock:
-                            server.images_seen += 1
-                if server.drop_images:
+                text, png, counted = "", None, 0
+                for message in body["messages"]:
+                    content = message["content"]
+                    if isinstance(content, str):  # plain-text messages (lm_eval's local-chat-completions)
+                        content = [{"type": "text", "text": content}]
+                    for part in content:
+                        if part["type"] == "text":
+                            text = part["text"]
+                            counted += len(text)
+                        elif part["type"] == "image_url":
+                            url = part["image_url"]["url"]
+                            assert url.startswith("data:image/png;base64,")
+                            png = base64.b64decode(url.split(",", 1)[1])
+                            assert png.startswith(b"\x89PNG")
+                            with server.lock:
+                                server.images_seen += 1
+                            if server.count_base64:
+                                counted += len(url)
+                drop = server.drop_images(number) if callable(server.drop_images) else server.drop_images
+                if png is not None and (drop or server.count_base64):
+                    with server.lock:
+                        server.dropped.append(number)
                     png = None
                 injected = server.fault(number, text) if server.fault else None
                 time.sleep(server.delay if injected is None else injected[1])
@@ -101,15 +135,30 @@ class FakeOpenAI:
                     headers = {"Retry-After": "0"} if injected[0] == 429 else {}
                     return self._send(injected[0], json.dumps({"error": {"message": "injected"}}).encode(), headers)
                 shape = server.shape(number, text) if server.shape else None
+                seen = self.headers.get("Authorization", "")
                 if shape == "echo_key":
-                    seen = self.headers.get("Authorization", "")
                     return self._send(400, json.dumps({"error": {"message": f"bad request with {seen}"}}).encode())
+                if shape and shape.startswith("echo_key_at:"):
+                    at = int(shape.split(":")[1])
+                    message = "x" * at + seen + " was refused"
+                    return self._send(400, json.dumps({"error": {"message": message}}).encode())
+                if shape == "echo_key_upper":
+                    return self._send(400, json.dumps({"error": {"message": f"bad key {seen.upper()}"}}).encode())
+                if shape == "echo_key_escaped":
+                    escaped = "".join(f"\\u{ord(ch):04x}" for ch in seen)
+                    return self._send(400, b'{"error": {"message": "bad key ' + escaped.encode() + b'"}}')
                 content = server.answer(text, png)
+                if shape and shape.startswith("content_key_at:"):
+                    at = int(shape.split(":")[1])
+                    return self._send(200, _ok("y" * at + seen.removeprefix("Bearer ") + " " + content))
                 if shape and shape.startswith("huge:"):
                     return self._send(200, _ok(content + "x" * int(shape[5:])))
                 if shape:
                     return self._send(200, SHAPES[shape](content))
-                prompt_tokens = len(text) // 4 + (IMAGE_TOKENS if png is not None else 0)
+                prompt_tokens = counted // 4 + (image_tokens(png) if png is not None else 0)
+                if server.context is not None and prompt_tokens > server.context:
+                    message = f"maximum context length is {server.context} tokens, the prompt has {prompt_tokens}"
+                    return self._send(400, json.dumps({"error": {"message": message}}).encode())
                 self._send(200, _ok(content, {"prompt_tokens": prompt_tokens, "completion_tokens": len(content) // 4,
                                               "total_tokens": prompt_tokens + len(content) // 4}))
 
@@ -125,9 +174,10 @@ class FakeOpenAI:
                 except (BrokenPipeError, ConnectionResetError):  # the client stopped reading (a capped body)
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)  # port: the same endpoint restarted
         self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> FakeOpenAI:
@@ -141,7 +191,8 @@ class FakeOpenAI:
 
 def oracle(instances) -> Callable[[str, bytes | None], str]:
     """Answers every instance with its heuristic reference, recognising it by its prompt or image
-    (a request it does not know, such as the image probe's text-only half, gets a refusal)."""
+    (a request it does not know, such as the delivery check's text-only requests and re-encoded
+    picture, gets a refusal)."""
     import mmnp
 
     by_text, by_image = {}, {}
@@ -150,5 +201,5 @@ def oracle(instances) -> Callable[[str, bytes | None], str]:
         answer = "Thinking...\n" + task.format_answer(inst.reference["heuristic"]["solution"])
         by_text[inst.prompt] = answer
         by_image[hashlib.sha256(task.render(inst)).hexdigest()] = answer
-    return lambda text, png: (by_image[hashlib.sha256(png).hexdigest()] if png
+    return lambda text, png: (by_image.get(hashlib.sha256(png).hexdigest(), "A picture I do not know.") if png
                               else by_text.get(text, "I see no picture."))

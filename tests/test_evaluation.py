@@ -18,6 +18,7 @@ from mmnp.evaluation.metrics import aggregate, instance_metrics, pass_at_k
 from mmnp.evaluation.openai_backend import OpenAIBackend
 from mmnp.evaluation.runner import EvalConfig, evaluate
 from mmnp.evaluation.sources import load_instances
+from mmnp.records import read_samples
 
 
 def test_pass_at_k_matches_exact_combinatorics():
@@ -261,3 +262,53 @@ def test_vllm_is_imported_only_when_used():
         pytest.skip("vLLM is installed here")
     with pytest.raises(ValueError, match=r"pip install 'mmnp\[vllm\]'"):
         make_backend("vllm:/models/x")
+
+
+def test_image_scores_are_split_by_picture_kind(tmp_path):
+    """A reader that sees drawings but cannot read edge lists: the image total averages both,
+    the kinds keep them apart (overall, per task, and in the level that mixes them), the same
+    from a dataset's records as from instances generated on the fly (drawn again to tell)."""
+    import hashlib
+
+    from typer.testing import CliRunner
+
+    from mmnp.cli import app
+    from mmnp.dataset import GenerateSpec, generate_dataset
+
+    data = tmp_path / "data"
+    generate_dataset(data, GenerateSpec(tasks=("max_clique", "knapsack"), difficulties=("easy", "medium"), count=6,
+                                        seed=0, optimal=False))
+    instances = list(mmnp.load_dataset(data))
+    kind = {inst.id: inst.picture["kind"] for inst in instances}
+    for inst in instances:  # each record says the kind its picture was drawn as
+        assert kind[inst.id] == mmnp.get_task(inst.task).picture(inst)[1]["kind"]
+    cell = [kind[i.id] for i in instances if i.task == "max_clique" and i.difficulty == "medium"]
+    assert {"drawing", "edge_list"} <= set(cell)  # this level mixes them
+    by_picture = {hashlib.sha256(mmnp.get_task(i.task).render(i)).hexdigest(): i for i in instances}
+
+    def reader(text, png):
+        inst = by_picture.get(hashlib.sha256(png).hexdigest()) if png else None
+        if inst is None or kind[inst.id] == "edge_list":
+            return "I cannot read that."
+        return mmnp.get_task(inst.task).format_answer(inst.reference["heuristic"]["solution"])
+
+    runs = {}
+    with FakeOpenAI(reader) as server:
+        for source, args in (("data", ["--data", str(data)]), ("fly", ["--count", "6", "--seed", "0"])):
+            result = CliRunner().invoke(app, ["eval", "--model", "openai:fake", "--base-url", server.url, *args,
+                                              "--tasks", "max_clique,knapsack", "--difficulty", "easy,medium",
+                                              "--modality", "image", "--output-path", str(tmp_path / source)])
+            assert result.exit_code == 0, result.output
+            runs[source] = json.loads((tmp_path / source / "openai_fake" / "results.json").read_text())
+    image = runs["data"]["metrics"]["image"]
+    kinds = image["picture_kinds"]
+    assert set(kinds) == {"drawing", "edge_list", "table"}
+    assert kinds["drawing"]["overall"]["sr"] == 1.0 and kinds["edge_list"]["overall"]["sr"] == 0.0
+    assert kinds["table"]["tasks"]["knapsack"]["sr"] == 1.0 and "max_clique" not in kinds["table"]["tasks"]
+    medium = image["task_difficulty"]["max_clique/medium"]["sr"]
+    assert medium == pytest.approx(cell.count("drawing") / len(cell))
+    assert kinds["drawing"]["task_difficulty"]["max_clique/medium"]["instances"] == cell.count("drawing")
+    assert kinds["edge_list"]["task_difficulty"]["max_clique/medium"]["instances"] == cell.count("edge_list")
+    assert runs["fly"]["metrics"]["image"]["picture_kinds"] == kinds  # no record needed to tell the kind
+    samples = read_samples(tmp_path / "data" / "openai_fake" / "samples.jsonl")
+    assert {r["id"]: r["picture_kind"] for r in samples} == kind

@@ -1,6 +1,6 @@
 """Honest failure through the real CLI and a real local server: `complete` only when every
 sample has an answer, a non-zero exit when samples failed, fast failure on errors retries
-cannot fix, the image-delivery probe, the output-folder lock, and the endpoint options."""
+cannot fix, the output-folder lock, and the endpoint options (image delivery: test_delivery.py)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_failed_samples_exit_nonzero_unless_allowed(small_dataset, instances, tm
         assert allowed.exit_code == 0, allowed.output
         assert "1 of 4 samples failed (allowed by --max-fail-rate)" in allowed.output
         assert _results(tmp_path)["complete"] is False  # allowed is not complete
-    with FakeOpenAI(oracle(instances)) as server:
+    with FakeOpenAI(oracle(instances), port=server.port) as server:  # the same endpoint, healed
         assert _eval(server.url, small_dataset, tmp_path).exit_code == 0
     results = _results(tmp_path)
     assert results["complete"] is True and results["failed_samples"] == 0 and results["missing_instances"] == 0
@@ -119,29 +119,6 @@ def test_unwritable_output_is_one_line(small_dataset, tmp_path):
                                       "--output-path", str(tmp_path / "o")])
     assert result.exit_code == 2 and "has no solver" in result.output  # an unknown solver, not an OSError
     assert len(next((tmp_path / "o").iterdir()).name) <= 100
-
-
-def test_image_probe_refuses_an_endpoint_that_drops_images(small_dataset, instances, tmp_path):
-    with FakeOpenAI(oracle(instances), drop_images=True) as server:
-        result = _eval(server.url, small_dataset, tmp_path, "--modality", "image")
-        assert len(server.requests) == 2  # the probe's pair, nothing else
-        with_image, without = server.requests
-        assert with_image["messages"][-1]["content"][0]["type"] == "image_url"
-        assert [p["type"] for p in without["messages"][-1]["content"]] == ["text"]
-        assert result.exit_code == 1 and "image probe" in result.output and "seems to drop images" in result.output
-        refused = _results(tmp_path)
-        assert refused["image_probe"]["status"] == "failed" and refused["complete"] is False
-        assert refused["missing_instances"] == 4 and refused["metrics"]["image"] == {}
-        skipped = _eval(server.url, small_dataset, tmp_path / "s", "--modality", "image", "--skip-image-probe")
-        assert skipped.exit_code == 0, skipped.output
-        assert _results(tmp_path / "s")["image_probe"]["status"] == "skipped"
-    with FakeOpenAI(oracle(instances)) as server:
-        result = _eval(server.url, small_dataset, tmp_path / "ok", "--modality", "both")
-        assert result.exit_code == 0, result.output
-    probe = _results(tmp_path / "ok")["image_probe"]
-    assert probe["status"] == "passed" and "85" not in probe["detail"]  # two real counts, not a constant
-    text = _eval("http://127.0.0.1:9/v1", small_dataset, tmp_path / "ok", "--modality", "both", "--rescore")
-    assert text.exit_code == 0 and _results(tmp_path / "ok")["image_probe"] == probe  # kept on resume
 
 
 def test_a_folder_in_use_is_refused_naming_the_run(small_dataset, instances, tmp_path):

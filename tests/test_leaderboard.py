@@ -498,3 +498,97 @@ def test_cli_leaderboard_options(results_dir, tmp_path):
     assert "MIXED datasets" in result.stdout and " ± " in result.stdout
     result = runner.invoke(app, ["leaderboard", str(results_dir), "--out", str(tmp_path)])
     assert result.exit_code == 2 and "is a folder" in result.output and "Traceback" not in result.output
+
+
+def test_image_scores_by_picture_kind_in_every_format(results_dir, tmp_path):
+    results = _results(results_dir / "solver_random")
+    image = results["metrics"]["image"]
+    kinds = image["picture_kinds"]
+    assert {"drawing", "table", "chart"} <= set(kinds)  # easy and medium pictures of the ten tasks
+    md = leaderboard_command_impl([results_dir / "solver_random"])
+    rows = {r["scope"]: r for r in _table(md, "Image scores by picture kind")}
+    assert rows["overall"]["image SR"] == _pct(image["overall"]["sr"])
+    for kind, block in kinds.items():
+        assert rows["overall"][f"{kind} SR"] == _pct(block["overall"]["sr"])
+        assert rows["overall"][f"{kind} n"] == str(block["overall"]["instances"])
+        for task, g in block["tasks"].items():
+            assert rows[task][f"{kind} QR"] == _pct(g["qr"]) and rows[task]["image QR"] == _pct(image["tasks"][task]["qr"])
+    assert rows["knapsack"]["drawing SR"] == "" and rows["knapsack"]["table n"] == "4"  # none drawn: blank
+    mixed = {cell for cell in image["task_difficulty"] if sum(cell in b["task_difficulty"] for b in kinds.values()) > 1}
+    assert {s for s in rows if "/" in s} == mixed  # a level's row only where it mixes kinds
+    csv_rows = [r for r in csv.DictReader(io.StringIO(leaderboard_command_impl([results_dir / "solver_random"],
+                                                                               format="csv")))
+                if r["scope"] == "picture_kind"]
+    got = {r["name"]: float(r["SR"]) for r in csv_rows}
+    assert got["table/knapsack"] == pytest.approx(100 * kinds["table"]["tasks"]["knapsack"]["sr"], abs=0.05)
+    assert got["drawing"] == pytest.approx(100 * kinds["drawing"]["overall"]["sr"], abs=0.05)
+    page = tmp_path / "board.html"
+    leaderboard_command_impl([results_dir / "solver_random"], format="html", out=page, browser_samples=0)
+    assert 'id="by-kind"' in page.read_text() and "Image SR and QR by picture kind</figcaption>" in page.read_text()
+    text_only = leaderboard_command_impl([results_dir / "solver_random"], modality="text")
+    assert "Image scores by picture kind" not in text_only
+
+
+def test_delivery_of_every_image_sample_is_shown(results_dir, tmp_path):
+    def unchecked(r):
+        r["image_probe"] = {"status": "unchecked", "samples": {"passed": 30, "unchecked": 10},
+                            "detail": "10 of 40 image samples were never checked"}
+
+    def legacy(r):
+        r["image_probe"] = {"status": "passed", "detail": "usage.prompt_tokens 900 with the image, 100 without"}
+
+    def endpoint(r):
+        r["config"]["endpoint"] = {"base_url": "http://gpu-7:8000/v1", "model": "qwen"}
+
+    md = leaderboard_command_impl([_variant(results_dir / "solver_random", tmp_path, "part", unchecked)])
+    rows = {r["modality"]: r["model"] for r in _table(md, "Leaderboard")}
+    assert rows["image"] == "solver:random (image delivery unchecked: 10 of 40 image samples were never checked)"
+    assert rows["text"] == "solver:random"
+    assert _table(md, "Runs")[0]["image delivery"] == "unchecked (30 passed, 10 unchecked)"
+    old = _table(leaderboard_command_impl([_variant(results_dir / "solver_random", tmp_path, "old", legacy)]), "Runs")
+    assert old[0]["image delivery"].startswith("passed (one probe per run, by an older mmnp")
+    served = _table(leaderboard_command_impl([_variant(results_dir / "solver_random", tmp_path, "ep", endpoint)]),
+                    "Runs")
+    assert served[0]["endpoint"] == "http://gpu-7:8000/v1"
+
+
+def test_a_huge_model_name_is_cut_in_every_report(results_dir, tmp_path):
+    huge = "m" * 50_000_000
+
+    def rename(r):
+        r["model"] = huge
+        r["dataset"]["preset"] = "p" * 1_000_000
+
+    run = _variant(results_dir / "solver_random", tmp_path, "huge", rename)
+    page = tmp_path / "board.html"
+    leaderboard_command_impl([run], format="html", out=page, browser_samples=1)
+    assert page.stat().st_size < 3_000_000  # was over 1 GB: the name in every row, plot and sample
+    text = page.read_text()
+    assert "... [cut: 50,000,000 characters]" in text and "m" * 201 not in text
+    for fmt in ("md", "csv"):
+        out = leaderboard_command_impl([run], format=fmt)
+        assert len(out) < 1_000_000 and "[cut: 50,000,000 characters]" in out and "p" * 201 not in out
+
+
+def test_an_absurd_task_name_is_refused_with_a_line(results_dir, tmp_path):
+    def absurd(r):
+        r["metrics"]["text"]["tasks"]["t" * 5000] = r["metrics"]["text"]["tasks"]["tsp"]
+
+    run = _variant(results_dir / "solver_random", tmp_path, "absurd", absurd)
+    with pytest.raises(DataError, match="metrics.text.tasks has a name of 5,000 characters"):
+        leaderboard_command_impl([run])
+
+
+def test_markdown_shows_html_as_text(results_dir, tmp_path):
+    def scripted(r):
+        r["timestamp"] = "<script>alert(1)</script>"
+        cells = r["metrics"]["text"]["task_difficulty"]
+        cells["tsp/<b>bold</b>\nnext"] = cells.pop("tsp/medium")
+
+    run = _variant(results_dir / "solver_random", tmp_path, "scripted", scripted)
+    md = leaderboard_command_impl([results_dir / "hostile", run])
+    assert "<script>" not in md and "<img" not in md and "<b>" not in md
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "&lt;img src=x onerror=" in md
+    by_task = _table(md, "By task")
+    assert any(r["model"].startswith("&lt;img src=x") for r in by_task)
+    assert all(line.count("|") >= 3 for line in md.splitlines() if line.startswith("| "))  # no row broken in two

@@ -139,3 +139,32 @@ def test_readme_states_the_v2_benchmark_hash_and_v1_is_unchanged(tmp_path):
     section = readme[readme.index("### The canonical test set"):]
     v1, v2 = re.findall(r"\n\n\s+([0-9a-f]{64})\n", section)[:2]
     assert manifest["benchmark_hash"] == v2 != v1
+
+
+def test_each_picture_says_what_kind_it_is():
+    """The kind follows the render path taken: a graph drawn with its edges is a drawing, one too
+    dense to draw carries its edge list; set cover's incidence table gives way to subset lists
+    past its legible size; number tables and charts are what their tasks always draw."""
+    from mmnp.render import PICTURE_KINDS
+
+    def kind(task: str, data: dict) -> str:
+        png, info = mmnp.get_task(task).picture({"instance": data})
+        return info["kind"]
+
+    path = {"n": 6, "edges": [[i, i + 1] for i in range(5)]}
+    complete = {"n": 40, "edges": [[u, v] for u in range(40) for v in range(u + 1, 40)]}
+    for task in ("vertex_cover", "max_clique", "graph_coloring", "longest_cycle"):
+        data = mmnp.get_task(task).generate("easy", seed=0).data
+        assert kind(task, {**data, **path}) == "drawing"
+        assert kind(task, {**data, **complete}) == "edge_list"
+        canvas, drawing = graph_canvas(complete["n"], complete["edges"], DEFAULT_SIZE, "t")
+        assert drawing.panel is not None  # the list is really there
+    small = {"universe": 6, "subsets": [[1, 2], [3, 4], [5, 6], [1, 6]]}
+    large = {"universe": 80, "subsets": [[e, e % 80 + 1] for e in range(1, 81)]}
+    assert kind("set_cover", small) == "table" and kind("set_cover", large) == "edge_list"
+    for task, expected in (("knapsack", "table"), ("subset_sum", "table"), ("tsp", "chart"),
+                           ("meeting_scheduling", "chart")):
+        for difficulty in ("easy", "hard"):
+            assert kind(task, mmnp.get_task(task).generate(difficulty, seed=1).data) == expected
+    assert all(mmnp.get_task(t.name).picture(t.generate("medium", seed=2))[1]["kind"] in PICTURE_KINDS
+               for t in mmnp.list_tasks())

@@ -71,7 +71,7 @@ def test_malformed_reply_is_a_failed_sample_then_retried(shape, small_dataset, i
     results = _strict_json(tmp_path / "openai_fake" / "results.json")
     assert results["complete"] is False and results["failed_samples"] == 1
 
-    with FakeOpenAI(oracle(instances)) as server:  # healed: only the failed sample is asked again
+    with FakeOpenAI(oracle(instances), port=server.port) as server:  # healed: only the failed sample is asked again
         again = _eval(server.url, small_dataset, tmp_path)
         assert again.exit_code == 0, again.output
         assert [m["messages"][-1]["content"][-1]["text"] for m in server.requests] == [victim]
@@ -113,3 +113,60 @@ def test_the_api_key_is_redacted_everywhere(small_dataset, instances, tmp_path):
     assert records[instances[2].id]["error"] == "HTTP 400: bad request with Bearer [REDACTED]"
     assert records[instances[3].id]["response"].endswith("your key is [REDACTED]")
     assert records[instances[3].id]["feasible"]  # the answer itself is untouched
+
+
+KEY = "sk-SECRET1-0123456789abcdef"
+
+
+def _fragments(key: str, size: int = 6) -> set[str]:
+    """Every piece of the key long enough to betray it, in either letter case."""
+    return {key[i:i + size].lower() for i in range(len(key) - size + 1)}
+
+
+def _leaks(text: str, key: str = KEY) -> list[str]:
+    lowered = text.lower()
+    return [f for f in _fragments(key) if f in lowered]
+
+
+@pytest.mark.parametrize("shape, where", [
+    ("content_key_at:999990", "response"),  # the key straddles the 1,000,000-character cap
+    ("echo_key_at:285", "error"),  # ... the 300-character excerpt of an error message
+    ("echo_key_upper", "error"),  # echoed in capitals
+    ("echo_key_escaped", "error"),  # echoed as JSON \\u escapes
+])
+def test_a_key_is_redacted_before_anything_is_cut(shape, where, small_dataset, instances, tmp_path):
+    victim = instances[2].prompt
+    with FakeOpenAI(oracle(instances), shape=lambda n, text: shape if text == victim else None) as server:
+        _eval(server.url, small_dataset, tmp_path, "--api-key-env", "MMNP_TEST_KEY", env={"MMNP_TEST_KEY": KEY})
+    folder = tmp_path / "openai_fake"
+    record = {r["id"]: r for r in read_samples(folder / "samples.jsonl")}[instances[2].id]
+    assert "[REDA" in (record[where] or ""), record[where] and record[where][-400:]
+    if where == "response":
+        assert record["truncated"] and len(record["response"]) == 1_000_000
+    page = tmp_path / "board.html"
+    board = CliRunner().invoke(app, ["leaderboard", str(folder), "--format", "html", "--out", str(page),
+                                     "--include-incomplete"])
+    assert board.exit_code == 0, board.output
+    for path in [*folder.iterdir(), page]:
+        assert not _leaks(path.read_text(errors="replace")), path
+
+
+def test_a_key_with_white_space_around_it_is_sent_and_redacted_stripped(small_dataset, instances, tmp_path):
+    victim = instances[2].prompt
+    with FakeOpenAI(oracle(instances), shape=lambda n, text: "echo_key" if text == victim else None) as server:
+        _eval(server.url, small_dataset, tmp_path, "--api-key-env", "MMNP_TEST_KEY",
+              env={"MMNP_TEST_KEY": f"  {KEY} \n"})
+    records = {r["id"]: r for r in read_samples(tmp_path / "openai_fake" / "samples.jsonl")}
+    assert records[instances[2].id]["error"] == "HTTP 400: bad request with Bearer [REDACTED]"
+    assert not _leaks((tmp_path / "openai_fake" / "samples.jsonl").read_text())
+
+
+@pytest.mark.parametrize("key", [f"{KEY[:10]}\n{KEY[10:]}", f"{KEY[:8]}\x7f{KEY[8:]}", f"{KEY[:5]}\t{KEY[5:]}"])
+def test_a_key_with_a_control_character_is_one_clear_error(key, small_dataset, instances, tmp_path):
+    with FakeOpenAI(oracle(instances)) as server:
+        result = _eval(server.url, small_dataset, tmp_path, "--api-key-env", "MMNP_TEST_KEY",
+                       env={"MMNP_TEST_KEY": key})
+        assert server.requests == []
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "the API key in $MMNP_TEST_KEY holds a control character" in result.output
+    assert not _leaks(result.output)

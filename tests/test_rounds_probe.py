@@ -210,7 +210,7 @@ def test_rounds_multi_turn_over_openai_and_resume_at_the_next_round(tmp_path):
 
     broken[0] = False
     fake.clear()
-    with FakeOpenAI(reply, fault) as server:
+    with FakeOpenAI(reply, fault, port=server.port) as server:  # the same endpoint, restarted
         fake.append(server)
         resumed = _eval(tmp_path, "--base-url", server.url, *args)
         assert resumed.exit_code == 0, resumed.output
@@ -245,7 +245,7 @@ def test_rounds_a_failed_round_is_retried_at_that_round(tmp_path):
     folder = tmp_path / "openai_fake"
     failed = [r for r in read_samples(folder / "samples.jsonl") if r["failed"]]
     assert len(failed) == 1 and failed[0]["round"] == 2 and failed[0]["per_round"][0]["feasible"] is False
-    with FakeOpenAI(reply) as server:
+    with FakeOpenAI(reply, port=server.port) as server:  # the same endpoint, restarted
         fake.append(server)
         again = _eval(tmp_path, "--base-url", server.url, *args)
         assert again.exit_code == 0, again.output

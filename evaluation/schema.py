@@ -1,0 +1,168 @@
+"""results.json, in one place: its shape (typed), and the one check every reader runs on it.
+
+The runner writes this shape; the leaderboard reads only what `check_results` has accepted, so
+a hand-edited or foreign file is one line naming the field, never a traceback or a number
+drawn from a wrong type. Names that reach a report (tasks, levels, picture kinds) are bounded.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, TypedDict
+
+from mmnp.evaluation.metrics import STDERR
+
+RESULTS = "results.json"
+PROBE = "probe"  # metrics["probe"]: the perception probe's block, not a modality with SR/QR
+GROUP_NUMBERS = ("sr", "qr", "sr_at_1", "qr_at_1", "opt_ratio", "distinct", "fail_rate", "instances")
+GROUP_SCOPES = ("categories", "tasks", "difficulties", "task_difficulty")
+KIND_SCOPES = ("tasks", "task_difficulty")  # besides "overall", in each picture kind's block
+MAX_NAME = 200  # characters of a task, level or picture-kind name (ours are under 40)
+DeliveryStatus = Literal["passed", "failed", "unchecked", "not_applicable", "skipped"]  # skipped: older mmnp
+DELIVERY_WARNINGS = ("failed", "unchecked", "skipped")  # statuses that mark a run's image scores
+
+
+class Group(TypedDict, total=False):
+    """The scores of a set of instances (a task, a level, a category, overall): fractions in [0, 1]."""
+
+    sr: float
+    qr: float
+    sr_at_1: float
+    qr_at_1: float
+    opt_ratio: float
+    distinct: float
+    fail_rate: float
+    parse_rate: float
+    instances: int
+    pass_at_k: dict[str, float]
+    pass_at_k_opt: dict[str, float]
+    sr_se: float | None
+    qr_se: float | None
+    sr_at_1_se: float | None
+    qr_at_1_se: float | None
+    rounds: dict[str, dict[str, float]]  # --rounds: SR@r and QR@r
+
+
+class KindBlock(TypedDict):
+    """The image scores over the instances whose picture is of one kind (`mmnp.render.PICTURE_KINDS`)."""
+
+    overall: Group
+    tasks: dict[str, Group]
+    task_difficulty: dict[str, Group]
+
+
+class ModalityMetrics(TypedDict, total=False):
+    overall: Group
+    macro_over_tasks: Group
+    categories: dict[str, Group]
+    tasks: dict[str, Group]
+    difficulties: dict[str, Group]
+    task_difficulty: dict[str, Group]  # "task/level"
+    picture_kinds: dict[str, KindBlock]  # image only
+
+
+class ImageProbe(TypedDict, total=False):
+    """Whether the pictures reached the model (`mmnp.evaluation.delivery`)."""
+
+    status: DeliveryStatus
+    detail: str
+    samples: dict[str, int]  # image samples per `image_check`
+    encoding: dict | None  # the run's encoding check: status, png_bytes, image_tokens, text_only_tokens, detail
+    image_tokens: dict[str, float]  # min, max, mean over the samples that passed
+
+
+class Results(TypedDict, total=False):
+    model: str
+    metrics: dict[str, ModalityMetrics]  # "text", "image", and "probe" (recognition, not SR/QR)
+    complete: bool
+    missing_instances: int
+    failed_samples: int
+    total_samples: int
+    image_probe: ImageProbe
+    config: dict  # the run's identity (model, sampling, endpoint, ...) plus modalities and samples
+    dataset: dict  # benchmark_hash, references_hash, preset, modified, content_hash, path or generated
+    mmnp_version: str
+    git_hash: str | None
+    usage: dict
+    timestamp: str
+    environment: dict
+    timing: dict  # the only fields that differ between a resumed run and a straight one
+
+
+def number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_group(group, where: str) -> str | None:
+    if not isinstance(group, dict):
+        return f"{where} is not an object"
+    for key in GROUP_NUMBERS:
+        if not number(group.get(key)):
+            return f"{where}.{key} is {str(group.get(key))[:40]!r}, not a number"
+    for se in STDERR.values():
+        if group.get(se) is not None and not number(group[se]):
+            return f"{where}.{se} is {str(group[se])[:40]!r}, not a number"
+    for curve in ("pass_at_k", "pass_at_k_opt"):
+        values = group.get(curve)
+        if not isinstance(values, dict) or not all(k.isdigit() and number(v) for k, v in values.items()):
+            return f"{where}.{curve} is not a curve of numbers"
+    return None
+
+
+def _check_groups(groups, where: str, cells: bool = False) -> str | None:
+    """A {name: group} scope: an object of well-formed groups under bounded names (cells: "task/level")."""
+    if not isinstance(groups, dict):
+        return f"{where} is not an object"
+    for name, g in groups.items():
+        if len(name) > MAX_NAME:
+            return f"{where} has a name of {len(name):,} characters (names are at most {MAX_NAME})"
+        if cells and "/" not in name:
+            return f"{where}.{name} is not named task/level"
+        problem = _check_group(g, f"{where}.{name}")
+        if problem:
+            return problem
+    return None
+
+
+def _check_kinds(kinds, where: str) -> str | None:
+    problem = _check_groups({k: b.get("overall") if isinstance(b, dict) else None for k, b in kinds.items()}, where) \
+        if isinstance(kinds, dict) else f"{where} is not an object"
+    for kind, block in (kinds.items() if not problem else ()):
+        for scope in KIND_SCOPES:
+            problem = problem or _check_groups(block.get(scope), f"{where}.{kind}.{scope}", scope == "task_difficulty")
+    return problem
+
+
+def check_results(results) -> str | None:
+    """Where results.json departs from the shape readers use (None when it does not)."""
+    if not isinstance(results, dict):
+        return "not a JSON object"
+    if not isinstance(results.get("model"), str) or not results["model"]:
+        return "no 'model' name"
+    metrics = results.get("metrics")
+    if not isinstance(metrics, dict):
+        return "no 'metrics' object"
+    for modality, block in metrics.items():
+        if not block:
+            continue
+        where = f"metrics.{modality}"
+        if not isinstance(block, dict):
+            return f"{where} is not an object"
+        if modality == PROBE:
+            tasks = block.get("tasks") if isinstance(block.get("tasks"), dict) else {}
+            groups = {"overall": block.get("overall"), **{f"tasks.{t}": g for t, g in tasks.items()}}
+            for name, g in groups.items():
+                if not isinstance(g, dict) or not all(number(g.get(k)) for k in ("recognition_accuracy", "field_f1")):
+                    return f"{where}.{name[:MAX_NAME]} lacks numeric recognition_accuracy and field_f1"
+            continue
+        problem = _check_group(block.get("overall"), f"{where}.overall")
+        for scope in GROUP_SCOPES:
+            problem = problem or _check_groups(block.get(scope), f"{where}.{scope}", scope == "task_difficulty")
+        if not problem and "picture_kinds" in block:
+            problem = _check_kinds(block["picture_kinds"], f"{where}.picture_kinds")
+        if problem:
+            return problem
+    probe = results.get("image_probe")
+    if probe is not None and not (isinstance(probe, dict) and isinstance(probe.get("status"), str)):
+        return "image_probe is not an object with a status"
+    return None
