@@ -147,11 +147,12 @@ def test_verify_says_when_the_instance_breaks_the_check(small_dataset, tmp_path)
     lines = shard.read_text().splitlines()
     record = json.loads(lines[0])
     record["instance"]["edges"][0] = [0, 999]
-    lines[0] = json.dumps(record)
+    lines[0] = json.dumps(record)  # as a JSON tool writes it: other spacing
     shard.write_text("\n".join(lines) + "\n")
     args = ["verify", "--data", str(data), "--id", record["id"], "--answer", "Answer: [1]"]
     result = runner.invoke(app, args)
-    assert result.exit_code == 1 and "vertex_cover/easy.jsonl:1: the instance data" in result.output
+    assert result.exit_code == 1 and "vertex_cover/easy.jsonl:1: not an instance record as `mmnp generate` writes" \
+        in result.output
     result = runner.invoke(app, args + ["--allow-modified"])
     assert result.exit_code == 1 and "verifier failed on this instance (IndexError" in result.output
     assert "0 violation" not in result.output
