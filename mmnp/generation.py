@@ -257,7 +257,9 @@ def _read_state(out: Path) -> dict | None:
         if path.is_symlink():
             raise ValueError("a link")
         state = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(state, dict) or not {"arguments", "part", "task_versions", "ortools_version"} <= set(state):
+        if not isinstance(state, dict) or not {"arguments", "part", "task_versions", "ortools_version"} <= set(state) \
+                or not isinstance(state["arguments"], dict) or not isinstance(state["task_versions"], dict) \
+                or not (state["part"] is None or (isinstance(state["part"], list) and len(state["part"]) == 2)):
             raise ValueError("not the state mmnp generate writes")
     except (OSError, ValueError) as e:
         raise DataError(f"{path}: not the state of an unfinished `mmnp generate` run ({e}); it may come from an "
@@ -427,6 +429,9 @@ def generate_dataset(
         jobs = jobs_of(spec, part)
         if state is None:
             state = wanted
+            if salvaged:  # the kept instances' versions: finishing with others would mix two kinds
+                state = {**wanted, "task_versions": manifest["task_versions"],
+                         "ortools_version": manifest["ortools_version"]}
             atomic_write(out / IN_PROGRESS, json.dumps(state, indent=1))
             atomic_write(out / LOG, b"".join(png.encode() + b" " + line + b"\n"
                                              for line, png in (salvaged or {}).values()))
@@ -648,6 +653,7 @@ def _remove_generated(out: Path, state: dict | None, notify: Notify | None) -> N
     if state is not None:
         genuine = True
         log = out / LOG
+        logged: set[bytes] = set()
         if log.is_file() and not log.is_symlink():
             for entry in log.read_bytes().split(b"\n"):
                 png, _, line = entry.partition(b" ")
@@ -655,8 +661,14 @@ def _remove_generated(out: Path, state: dict | None, notify: Notify | None) -> N
                     digest = digest_line(line, str(log))
                 except DataError:
                     continue
+                logged.add(line)
                 if png != NO_IMAGE.encode():
                     listed[image_name(digest.id)] = _png_matches(png.decode())
+        arguments = state["arguments"]
+        for task in filter(is_name, arguments.get("tasks", [])):  # shards a run killed while finishing wrote
+            for difficulty in filter(is_name, arguments.get("difficulties", [])):
+                listed.setdefault(f"{task}/{difficulty}.jsonl",
+                                  lambda raw: bool(raw) and set(raw.split(b"\n")[:-1]) <= logged)
     if not genuine:
         if any(entry.name != FolderLock.NAME for entry in out.iterdir()):
             raise UsageError(f"{out}: its {MANIFEST} is not one `mmnp generate` wrote, so nothing there is known to be "

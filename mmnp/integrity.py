@@ -20,7 +20,10 @@ sees and the part it is scored against, and each part is hashed as it lies on di
   SHA-256 (32 hex): heuristic, exact, planted and published references and the exact solver's
   work (`hardness`).
 
-Every byte of every record and every picture is covered by exactly one of the two. Readers
+Every byte of every record and every picture is covered by exactly one of the two. The picture
+record (size, version, graph layout) belongs to the benchmark hash with the picture: it is made
+with it from the instance, the answer overlay draws on its layout, and results broken down by
+picture kind read it, so an edited one would move scores between kinds unnoticed. Readers
 re-derive both from the records they read (a few ms for the canonical 1,020 instances, see
 `benchmarks/bench_integrity.py`) and refuse a manifest whose claims differ; a release name is
 given only when the derived hashes equal the ones `mmnp.releases` records for it.
@@ -39,7 +42,7 @@ from typing import Any, Callable, Iterable
 from mmnp.core import Instance
 from mmnp.errors import DataError, UsageError
 
-FORMAT_VERSION = 3  # 3: hashes derived from the record and reference parts of each line, PNG digests in them
+FORMAT_VERSION = 3  # 3: hashes derived from each line's record and reference parts; PNG digests in `records`, required
 MANIFEST = "manifest.json"
 SEED_STRIDE = 1_000_000  # instance i of a run with --seed s has seed s * SEED_STRIDE + i
 NO_IMAGE = "-"

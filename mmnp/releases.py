@@ -1,13 +1,18 @@
 """The canonical test sets every leaderboard shares, frozen.
 
-A release lists its tasks by name with the version each had (never "all" against the live
-registry: registering a plugin task changes no release), its arguments, and what its content
-derives: the benchmark hash, and per OR-Tools version it was checked with, the references hash
-and the number of proven optima. A dataset carries a release's name only when the hashes
-derived from its content equal the recorded ones (`release_of`); `manifest.json`'s arguments and
-claims play no part. References also depend on mmnp's heuristics: a changed heuristic gives
-other references, so a references hash the release does not record, and no name, until the
-release is checked again and recorded (`python benchmarks/release_hashes.py --preset NAME`).
+A release fixes its tasks by name (never "all" against the live registry: registering a plugin
+task changes no release) and its arguments, and records what its content derives when built:
+each task's version, the instance count, the benchmark hash, and per OR-Tools version it was
+checked with, the references hash and the number of proven optima. A dataset carries a
+release's name only when the hashes derived from its content equal the recorded ones
+(`release_of`); manifest.json's arguments and claims play no part.
+
+References depend on OR-Tools and on mmnp's heuristics (the reference solution is the
+heuristic's, and the exact solve starts from it). They are keyed by the OR-Tools version they
+were checked with, and a changed heuristic that changes any reference changes the references
+hash, so the release's name is withheld until the release is checked again and recorded:
+
+    nice python benchmarks/release_hashes.py --preset mm-np-bench-v2 --record
 """
 
 from __future__ import annotations
@@ -16,25 +21,36 @@ from typing import Any
 
 from mmnp.errors import UsageError
 
-PRESETS: dict[str, dict[str, Any]] = {
+ARGUMENTS: dict[str, dict[str, Any]] = {
+    "mm-np-bench-v1": {"tasks": ("tsp", "graph_coloring", "vertex_cover", "knapsack", "longest_cycle", "max_clique",
+                                 "set_cover", "subset_sum", "min_bisection", "meeting_scheduling"),
+                       "difficulties": ("easy", "medium", "hard"), "count": 34, "seed": 2026,
+                       "image_size": 768, "time_limit": 10.0},
+    # new instances (seed 2027) drawn with picture version 2: results on it are never mixed with v1's
+    "mm-np-bench-v2": {"tasks": ("tsp", "graph_coloring", "vertex_cover", "knapsack", "longest_cycle", "max_clique",
+                                 "set_cover", "subset_sum", "min_bisection", "meeting_scheduling"),
+                       "difficulties": ("easy", "medium", "hard"), "count": 34, "seed": 2027,
+                       "image_size": 768, "time_limit": 10.0},
+}
+
+# -- recorded by `python benchmarks/release_hashes.py --preset NAME --record`; not edited by hand --
+RECORDED: dict[str, dict[str, Any]] = {
     "mm-np-bench-v1": {
-        "tasks": {"tsp": 1, "graph_coloring": 1, "vertex_cover": 1, "knapsack": 1, "longest_cycle": 1,
-                  "max_clique": 1, "set_cover": 1, "subset_sum": 1, "min_bisection": 1, "meeting_scheduling": 1},
-        "difficulties": ("easy", "medium", "hard"), "count": 34, "seed": 2026, "image_size": 768, "time_limit": 10.0,
-        "instances": 1020,
-        "benchmark_hash": "0" * 64,
+        "task_versions": {},
+        "instances": 0,
+        "benchmark_hash": "",
         "references": {},
     },
-    # picture version 2 (see README): new instances, so results on it are never mixed with v1's
     "mm-np-bench-v2": {
-        "tasks": {"tsp": 1, "graph_coloring": 1, "vertex_cover": 1, "knapsack": 1, "longest_cycle": 1,
-                  "max_clique": 1, "set_cover": 1, "subset_sum": 1, "min_bisection": 1, "meeting_scheduling": 1},
-        "difficulties": ("easy", "medium", "hard"), "count": 34, "seed": 2027, "image_size": 768, "time_limit": 10.0,
-        "instances": 1020,
-        "benchmark_hash": "0" * 64,
+        "task_versions": {},
+        "instances": 0,
+        "benchmark_hash": "",
         "references": {},
     },
 }
+# -- end of recorded values --
+
+PRESETS: dict[str, dict[str, Any]] = {name: {**ARGUMENTS[name], **RECORDED[name]} for name in ARGUMENTS}
 
 
 def preset_spec(name: str, *, images: bool = True, optimal: bool = True):
@@ -60,7 +76,7 @@ def release_of(benchmark_hash: str, references_hash: str) -> str | None:
 
 
 def release_note(benchmark_hash: str, references_hash: str) -> str | None:
-    """Why a content that has a release's instances carries no release name (None when it has the
+    """Why a content with a release's instances carries no release name (None when it has the
     name, or shares nothing with any release)."""
     if release_of(benchmark_hash, references_hash):
         return None
@@ -74,8 +90,8 @@ def release_note(benchmark_hash: str, references_hash: str) -> str | None:
 
 def differing_task_versions(name: str) -> dict[str, tuple[Any, Any]]:
     """{task: (release's version, this mmnp's)} for each task of a release whose generator, prompt
-    or picture changed since: building the release now makes other data."""
+    or picture changed since it was recorded: building the release now makes other data."""
     from mmnp.registry import get_task
 
-    return {task: (version, get_task(task).version) for task, version in PRESETS[name]["tasks"].items()
+    return {task: (version, get_task(task).version) for task, version in PRESETS[name]["task_versions"].items()
             if get_task(task).version != version}

@@ -270,14 +270,13 @@ def test_the_ray_executor_without_ray_is_one_line(tmp_path):
 
 def test_releases_list_their_tasks_by_name_and_the_readme_states_their_values():
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### The canonical test set"):]
     for name, fixed in PRESETS.items():
-        assert isinstance(fixed["tasks"], dict) and list(fixed["tasks"]) == [t for t, _, _ in mmnp.tasks.BUILTIN]
+        assert list(fixed["tasks"]) == [t for t, _, _ in mmnp.tasks.BUILTIN] == list(fixed["task_versions"])
         assert fixed["instances"] == len(fixed["tasks"]) * len(fixed["difficulties"]) * fixed["count"]
-        assert fixed["benchmark_hash"] in section and fixed["references"], name
-        for entry in fixed["references"].values():
-            assert entry["references_hash"] in section
-            assert re.search(rf"{name}\b[^\n]*\n?[^\n]*{entry['proven_optima']} (exact )?optima", section), name
+        assert fixed["references"], f"{name}: no references recorded"
+        for ortools, entry in fixed["references"].items():
+            assert (f"| {name} | {fixed['seed']} | {fixed['instances']} | `{fixed['benchmark_hash']}` | {ortools} | "
+                    f"`{entry['references_hash']}` | {entry['proven_optima']} |") in readme
             assert release_of(fixed["benchmark_hash"], entry["references_hash"]) == name
         assert release_of(fixed["benchmark_hash"], "0" * 64) is None
 
@@ -314,6 +313,7 @@ def test_a_release_regenerates_to_its_recorded_benchmark_hash(tmp_path, name):
     `python benchmarks/release_hashes.py --preset NAME` checks those)."""
     manifest = generate_dataset(tmp_path / name, preset_spec(name, optimal=False), workers=2)
     assert manifest["total"] == PRESETS[name]["instances"]
+    assert manifest["task_versions"] == PRESETS[name]["task_versions"]
     assert manifest["benchmark_hash"] == PRESETS[name]["benchmark_hash"]
 
 

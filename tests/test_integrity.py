@@ -371,6 +371,19 @@ def test_repair_blames_only_the_damaged_shard_and_record(data, pristine):
     assert said == []
 
 
+def test_repair_refuses_to_mix_task_versions(data, monkeypatch):
+    """Kept instances of knapsack version 1 and new ones of version 2 would be one dataset of two kinds."""
+    import mmnp.generators.knapsack as knapsack
+
+    edited_reference(data)
+    monkeypatch.setattr(knapsack, "VERSION", 2)
+    with pytest.raises(DataError, match=r"other task versions \(knapsack 1; this mmnp has knapsack 2\)"):
+        generate_dataset(data, SPEC)
+    monkeypatch.setattr(knapsack, "VERSION", 1)
+    generate_dataset(data, SPEC)  # with the version that made it, the repair goes through
+    assert dataset_identity(data)["modified"] is False
+
+
 # -- containment ------------------------------------------------------------------------------
 
 def test_overwrite_removes_only_what_the_manifest_lists(data):
