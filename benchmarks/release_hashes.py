@@ -73,13 +73,13 @@ def record(name: str, found: dict, add: bool) -> None:
     recorded = {k: dict(v) for k, v in releases.RECORDED.items()}
     entry = {"references_hash": found["references_hash"], "proven_optima": found["proven_optima"]}
     references = {**(recorded[name]["references"] if add else {}), found["ortools"]: entry}
-    recorded[name] = {"task_versions": found["task_versions"], "instances": found["instances"],
+    versions = {task: found["task_versions"][task] for task in releases.ARGUMENTS[name]["tasks"]}
+    recorded[name] = {"task_versions": versions, "instances": found["instances"],
                       "benchmark_hash": found["benchmark_hash"], "references": references}
     text = RELEASES.read_text()
     start = text.index("RECORDED: dict[str, dict[str, Any]] = ")
     end = text.index("# -- end of recorded values --")
-    block = "RECORDED: dict[str, dict[str, Any]] = " + json.dumps(recorded, indent=4) + "\n"
-    RELEASES.write_text(text[:start] + block + text[end:])
+    RELEASES.write_text(text[:start] + _literal(recorded) + text[end:])
     readme = README.read_text()
     start, end = readme.index(TABLE_START) + len(TABLE_START), readme.index(TABLE_END)
     rows = ["", "| release | seed | instances | benchmark hash | OR-Tools | references hash | proven optima |",
@@ -91,6 +91,20 @@ def record(name: str, found: dict, add: bool) -> None:
                         f"`{refs['references_hash']}` | {refs['proven_optima']} |")
     README.write_text(readme[:start] + "\n".join(rows) + "\n" + readme[end:])
     print(f"recorded {name} in {RELEASES.relative_to(ROOT)} and {README.relative_to(ROOT)}")
+
+
+def _literal(recorded: dict) -> str:
+    """The RECORDED block, one release member a line (json spells these str/int values as Python does)."""
+    lines = ["RECORDED: dict[str, dict[str, Any]] = {"]
+    for name, fixed in recorded.items():
+        lines.append(f"    {json.dumps(name)}: {{")
+        for key in ("task_versions", "instances", "benchmark_hash"):
+            lines.append(f"        {json.dumps(key)}: {json.dumps(fixed[key])},")
+        lines.append('        "references": {')
+        for ortools, entry in fixed["references"].items():
+            lines.append(f"            {json.dumps(ortools)}: {json.dumps(entry)},")
+        lines += ["        },", "    },"]
+    return "\n".join(lines + ["}", ""])
 
 
 def main() -> None:

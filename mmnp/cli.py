@@ -140,20 +140,20 @@ def generate(
                       f"{escape(str(out))}; when all {part[1]} parts are done: mmnp merge PART_FOLDERS... --out DIR",
                       highlight=False)
         return
-    _print_written(manifest, out)
+    _print_written(manifest, out, preset)
 
 
-def _print_written(manifest: dict, out: Path) -> None:
+def _print_written(manifest: dict, out: Path, preset: str | None = None) -> None:
     """What a finished dataset is: its hashes, and whether (and why not) it is a release."""
-    from mmnp.releases import release_note, release_of
+    from mmnp.releases import release_note, release_of, why_not
 
     bench, refs = manifest["benchmark_hash"], manifest["references_hash"]
     console.print(f"[green]wrote[/] {manifest['total']} instances to {escape(str(out))}", highlight=False)
     console.print(f"  benchmark hash  {bench}\n  references hash {refs}", highlight=False)
     if name := release_of(bench, refs):
         console.print(f"  release         {name}", highlight=False)
-    elif note := release_note(bench, refs):
-        console.print(f"  [yellow]not a release: {escape(note)}[/]", highlight=False)
+    elif note := (why_not(preset, manifest) if preset else release_note(bench, refs)):
+        console.print(f"  [yellow]not {preset or 'a release'}: {escape(note)}[/]", highlight=False)
 
 
 @app.command()

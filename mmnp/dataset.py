@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -62,8 +63,6 @@ class UnknownInstanceError(UsageError, KeyError):
 
 def read_manifest(path: str | Path) -> dict:
     """A dataset folder's manifest, refused unless it is a whole format-3 mmnp manifest."""
-    import json
-
     path = Path(path)
     file = path / MANIFEST
     if not path.is_dir():

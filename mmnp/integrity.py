@@ -48,11 +48,12 @@ SEED_STRIDE = 1_000_000  # instance i of a run with --seed s has seed s * SEED_S
 NO_IMAGE = "-"
 _NAME = re.compile(r"^[a-z0-9_]+$|^L[0-9]+$")  # task and difficulty names (ladder levels L1..): safe as path parts
 _ID = re.compile(r"^(?P<task>[a-z0-9_]+)-(?P<difficulty>[a-z0-9_]+|L[0-9]+)-(?P<index>\d{4,})$")
-_HEAD = re.compile(rb'^\{"id":"(?P<id>[^"\\]+)","task":"(?P<task>[^"\\]+)","difficulty":"(?P<difficulty>[^"\\]+)",'
-                   rb'"seed":(?P<seed>\d+),')
+_HEAD = re.compile(rb'^\{"id":"(?P<id>(?P<id_task>[a-z0-9_]+)-(?P<id_difficulty>[a-z0-9_]+|L[0-9]+)-(?P<index>\d{4,}))",'
+                   rb'"task":"(?P<task>[^"\\]+)","difficulty":"(?P<difficulty>[^"\\]+)","seed":(?P<seed>\d+),')
 _SPLIT = b',"reference":'
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_ROW = re.compile(r"^(?P<id>\S+) (?P<record>[0-9a-f]{32}) (?P<reference>[0-9a-f]{32}) (?P<png>[0-9a-f]{64}|-)$")
+_ROW = re.compile(r"^(?P<id>(?P<task>[a-z0-9_]+)-(?P<difficulty>[a-z0-9_]+|L[0-9]+)-\d{4,}) "
+                  r"(?P<record>[0-9a-f]{32}) (?P<reference>[0-9a-f]{32}) (?P<png>[0-9a-f]{64}|-)$")
 
 
 # -- instance ids -------------------------------------------------------------------------------
@@ -132,14 +133,11 @@ def digest_line(line: bytes, where: str) -> Digest:
             raise DataError(f"{where}: not valid JSON ({getattr(e, 'msg', e)})") from None
         raise DataError(f"{where}: not an instance record as `mmnp generate` writes it "
                         "(id, task, difficulty and seed first, reference and hardness last)")
-    id, task, difficulty = (head[k].decode() for k in ("id", "task", "difficulty"))
-    try:
-        id_task, id_difficulty, index = parse_instance_id(id)
-    except UsageError:
-        raise DataError(f"{where}: {id!r} is not an instance id (task-difficulty-index)") from None
-    if (id_task, id_difficulty) != (task, difficulty):
-        raise DataError(f"{where}: record {id} says task {task!r}, difficulty {difficulty!r}: "
-                        "its id names another task or difficulty")
+    if head["id_task"] != head["task"] or head["id_difficulty"] != head["difficulty"]:
+        raise DataError(f"{where}: record {head['id'].decode()} says task {head['task'].decode()!r}, difficulty "
+                        f"{head['difficulty'].decode()!r}: its id names another task or difficulty")
+    id, task, difficulty, index = head["id"].decode(), head["id_task"].decode(), head["id_difficulty"].decode(), \
+        int(head["index"])
     return Digest(where, id, task, difficulty, index, int(head["seed"]),
                   hashlib.sha256(line[:split]).hexdigest()[:32], hashlib.sha256(line[split:]).hexdigest()[:32])
 
@@ -311,13 +309,15 @@ def validate_manifest(manifest: Any, where: str) -> dict:
             raise DataError(f"{where}: counts entry {task!r} is not a task name with per-difficulty counts")
         for difficulty in by_difficulty:
             rows = manifest["records"].get(f"{task}/{difficulty}.jsonl")
-            if not isinstance(rows, list) or not all(isinstance(r, str) and _ROW.match(r) for r in rows):
-                raise DataError(f"{where}: its records block lacks {task}/{difficulty}.jsonl or a line of it is "
-                                "not 'id record reference png'; every record's digests must be listed")
+            if not isinstance(rows, list):
+                raise DataError(f"{where}: its records block lacks {task}/{difficulty}.jsonl; every record's "
+                                "digests must be listed")
             for text in rows:
-                id = text.split(" ", 1)[0]
-                if not _ID.match(id) or parse_instance_id(id)[:2] != (task, difficulty):
-                    raise DataError(f"{where}: its records block lists {id!r} under {task}/{difficulty}.jsonl")
+                match = _ROW.match(text) if isinstance(text, str) else None
+                if match is None:
+                    raise DataError(f"{where}: a line of its records block is not 'id record reference png': {text!r}")
+                if (match["task"], match["difficulty"]) != (task, difficulty):
+                    raise DataError(f"{where}: its records block lists {match['id']!r} under {task}/{difficulty}.jsonl")
     if set(manifest["records"]) != {f"{t}/{d}.jsonl" for t, ds in manifest["counts"].items() for d in ds}:
         raise DataError(f"{where}: its records block lists other shards than its counts")
     return manifest
@@ -356,10 +356,10 @@ def check_content(manifest: dict, shards: dict[tuple[str, str], list[Digest] | N
     for (task, difficulty), found in shards.items():
         where = shard_where(task, difficulty)
         rows = {}
-        for text in manifest["records"][f"{task}/{difficulty}.jsonl"]:
-            match = _ROW.match(text)
-            rows[match["id"]] = match
-            claimed_png[match["id"]] = match["png"]
+        for text in manifest["records"][f"{task}/{difficulty}.jsonl"]:  # valid: `validate_manifest`
+            id, record, reference, png = text.split(" ")
+            rows[id] = (record, reference, png)
+            claimed_png[id] = png
         if found is None:
             problems.append(f"{where}: missing ({MANIFEST} lists it)")
             continue
@@ -367,12 +367,12 @@ def check_content(manifest: dict, shards: dict[tuple[str, str], list[Digest] | N
             expected = rows.pop(digest.id, None)
             if expected is None:
                 problems.append(f"{digest.where}: {digest.id} is not in {MANIFEST} (a record was added or renamed)")
-            elif digest.reference != expected["reference"]:
+            elif digest.reference != expected[1]:
                 problems.append(f"{digest.where}: the reference of {digest.id} differs from the one generated")
-            elif digest.record != expected["record"]:
+            elif digest.record != expected[0]:
                 problems.append(f"{digest.where}: record {digest.id} differs from the one generated "
                                 "(its instance, prompts or picture record)")
-            elif actual_png is not None and actual_png(digest) != expected["png"]:
+            elif actual_png is not None and actual_png(digest) != expected[2]:
                 problems.append(f"{digest.where}: the picture of {digest.id} differs from the one generated")
             if generated and digest.seed != instance_seed(arguments["seed"], digest.index):
                 problems.append(f"{digest.where}: {digest.id} has seed {digest.seed}; {MANIFEST}'s arguments "

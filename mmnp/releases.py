@@ -39,13 +39,16 @@ RECORDED: dict[str, dict[str, Any]] = {
         "task_versions": {},
         "instances": 0,
         "benchmark_hash": "",
-        "references": {},
+        "references": {
+        },
     },
     "mm-np-bench-v2": {
-        "task_versions": {},
-        "instances": 0,
-        "benchmark_hash": "",
-        "references": {},
+        "task_versions": {"tsp": 1, "graph_coloring": 1, "vertex_cover": 1, "knapsack": 1, "longest_cycle": 1, "max_clique": 1, "set_cover": 1, "subset_sum": 1, "min_bisection": 1, "meeting_scheduling": 1},
+        "instances": 1020,
+        "benchmark_hash": "1a0f9bd8943fa049fc2d02d0a7731ea3a0a4a11fbead4db53627461932e00d1b",
+        "references": {
+            "9.15.6755": {"references_hash": "3ac407d437971166473666a4299b830b12922f9dd9ebe7d0f394557596425860", "proven_optima": 974},
+        },
     },
 }
 # -- end of recorded values --
@@ -86,6 +89,21 @@ def release_note(benchmark_hash: str, references_hash: str) -> str | None:
             return (f"its instances and pictures are {name}'s, its references are not the release's (checked with "
                     f"{checked}): Quality Ratios are not comparable with the release's")
     return None
+
+
+def why_not(name: str, manifest: dict) -> str:
+    """Why a build of release `name` does not carry its name, in a line."""
+    fixed = PRESETS[name]
+    if manifest["benchmark_hash"] == fixed["benchmark_hash"]:
+        return release_note(manifest["benchmark_hash"], manifest["references_hash"]) or ""
+    arguments = manifest["arguments"]
+    if not arguments.get("images", True):
+        return "built without pictures (--no-images), which its benchmark hash covers"
+    changed = {t: v for t, v in manifest["task_versions"].items() if fixed["task_versions"].get(t) != v}
+    if changed:
+        return f"made with other task versions ({', '.join(f'{t} {v}' for t, v in changed.items())}) than the release"
+    return ("its records or pictures differ from the release's (another Pillow build can draw other bytes; "
+            "another mmnp, other prompts): use the published release, or record this one (benchmarks/release_hashes.py)")
 
 
 def differing_task_versions(name: str) -> dict[str, tuple[Any, Any]]:
