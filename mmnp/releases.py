@@ -36,10 +36,11 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
 # -- recorded by `python benchmarks/release_hashes.py --preset NAME --record`; not edited by hand --
 RECORDED: dict[str, dict[str, Any]] = {
     "mm-np-bench-v1": {
-        "task_versions": {},
-        "instances": 0,
-        "benchmark_hash": "",
+        "task_versions": {"tsp": 1, "graph_coloring": 1, "vertex_cover": 1, "knapsack": 1, "longest_cycle": 1, "max_clique": 1, "set_cover": 1, "subset_sum": 1, "min_bisection": 1, "meeting_scheduling": 1},
+        "instances": 1020,
+        "benchmark_hash": "9f43e419b6026076a9b26dabbc7bc86fbac350d577fd06dbd9d622ecbb08a6e4",
         "references": {
+            "9.15.6755": {"references_hash": "8b60d425c4c609a734cbc01e1cd2140f3b25e4be2b31b38745c4bc89c2d847e9", "proven_optima": 975},
         },
     },
     "mm-np-bench-v2": {

@@ -30,7 +30,7 @@ from mmnp.dataset import (
     preset_spec,
 )
 from mmnp.errors import DataError, UsageError
-from mmnp.releases import release_of
+from mmnp.releases import release_of, why_not
 
 runner = CliRunner()
 SPEC = GenerateSpec(tasks=("tsp", "knapsack", "graph_coloring"), difficulties=("easy", "medium"), count=3, seed=5,
@@ -314,6 +314,8 @@ def test_a_release_regenerates_to_its_recorded_benchmark_hash(tmp_path, name):
     assert manifest["total"] == PRESETS[name]["instances"]
     assert manifest["task_versions"] == PRESETS[name]["task_versions"]
     assert manifest["benchmark_hash"] == PRESETS[name]["benchmark_hash"]
+    assert release_of(manifest["benchmark_hash"], manifest["references_hash"]) is None  # not its references
+    assert "its references are not the release's" in why_not(name, manifest)
 
 
 def test_bad_specs_fail_before_any_work(tmp_path):
