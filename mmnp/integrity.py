@@ -24,7 +24,7 @@ Every byte of every record and every picture is covered by exactly one of the tw
 record (size, version, graph layout) belongs to the benchmark hash with the picture: it is made
 with it from the instance, the answer overlay draws on its layout, and results broken down by
 picture kind read it, so an edited one would move scores between kinds unnoticed. Readers
-re-derive both from the records they read (a few ms for the canonical 1,020 instances, see
+re-derive both from the records they read (tens of ms for the canonical 1,020 instances, see
 `benchmarks/bench_integrity.py`) and refuse a manifest whose claims differ; a release name is
 given only when the derived hashes equal the ones `mmnp.releases` records for it.
 """
