@@ -11,6 +11,8 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas, class_colour
 
+VERSION = 1  # bump when this task's instances, prompts or picture change (manifests record it)
+
 
 @dataclass(frozen=True)
 class Config:

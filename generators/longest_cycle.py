@@ -11,6 +11,8 @@ from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marke
 from mmnp.prompting import answer_instructions
 from mmnp.render import BLUE, Canvas
 
+VERSION = 1  # bump when this task's instances, prompts or picture change (manifests record it)
+
 
 @dataclass(frozen=True)
 class Config:

@@ -12,6 +12,8 @@ from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, BLUE, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
                          draw_table, table_height)
 
+VERSION = 1  # bump when this task's instances, prompts or picture change (manifests record it)
+
 
 @dataclass(frozen=True)
 class Config:

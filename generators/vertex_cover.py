@@ -11,6 +11,8 @@ from mmnp.generators.graphs import GRAPH_IMAGE, chosen_fill, graph_picture, grap
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas
 
+VERSION = 1  # bump when this task's instances, prompts or picture change (manifests record it)
+
 
 @dataclass(frozen=True)
 class Config:

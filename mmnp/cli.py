@@ -66,51 +66,65 @@ def generate(
     levels: Optional[str] = typer.Option(None, help="Ladder levels, e.g. 1-10 or 2,5,9 (easy=2 ... bench=5)."),
     count: Optional[int] = typer.Option(None, help="Instances per task and difficulty. [default: 10]"),
     seed: Optional[int] = typer.Option(None, help="Base seed. [default: 0]"),
-    preset: Optional[str] = typer.Option(None, help="A canonical release, e.g. mm-np-bench-v1 (fixes tasks, "
-                                                    "difficulties, count and seed)."),
+    preset: Optional[str] = typer.Option(None, help="A canonical release, e.g. mm-np-bench-v2 (fixes tasks, "
+                                                    "difficulties, count, seed, image size and time limit)."),
     param: List[str] = typer.Option([], help="Generator parameter override KEY=VALUE (e.g. n=25, tsp.n=20-30); "
                                              "repeatable."),
-    workers: int = typer.Option(0, help="Worker processes; 0 = all cores. The output does not depend on it."),
+    workers: int = typer.Option(0, help="Worker processes; 0 = all cores (with --executor ray: every CPU of the "
+                                        "cluster). The output does not depend on it."),
     images: bool = typer.Option(True, "--images/--no-images", help="Render PNG images."),
     optimal: bool = typer.Option(True, "--optimal/--no-optimal",
                                  help="Run the exact OR-Tools solver for best-known references."),
-    image_size: int = typer.Option(768, help="Image height in pixels."),
-    time_limit: float = typer.Option(10.0, help="Exact solver's deterministic time limit per instance "
-                                                "(CP-SAT work units, not wall-clock seconds)."),
-    overwrite: bool = typer.Option(False, help="Replace a dataset in --out (only the files it lists)."),
+    image_size: Optional[int] = typer.Option(None, help="Image height in pixels. [default: 768]"),
+    time_limit: Optional[float] = typer.Option(None, help="Exact solver's deterministic time limit per instance "
+                                                          "(CP-SAT work units, not wall-clock seconds). [default: 10]"),
+    overwrite: bool = typer.Option(False, help="Replace a dataset in --out (only the files its manifest lists)."),
+    shard: Optional[str] = typer.Option(None, "--shard", help="Make only part K of N (K/N, e.g. 3/8) into --out; "
+                                                               "`mmnp merge` joins the N parts into the dataset."),
+    executor: str = typer.Option("process", help="process (this machine) or ray (a Ray cluster: RAY_ADDRESS or "
+                                                 "--ray-address, else a local Ray)."),
+    ray_address: Optional[str] = typer.Option(None, help="The Ray cluster for --executor ray (e.g. auto)."),
 ) -> None:
     """Generate a benchmark: prompts, images and reference solutions for each instance.
 
-    Rerun the same command to finish an interrupted run or to repair a damaged dataset."""
-    from mmnp.dataset import GenerateSpec, generate_dataset, preset_spec
+    Rerun the same command to finish an interrupted run (every finished instance is kept) or to
+    repair a damaged dataset (only the damaged instances are made again)."""
+    from mmnp.dataset import GenerateSpec, generate_dataset, parse_part, preset_spec
     from mmnp.levels import parse_levels
     from mmnp.registry import resolve_tasks
+    from mmnp.releases import differing_task_versions
 
     if workers < 0:
         raise UsageError(f"--workers must be 0 (all cores) or more, got {workers}")
+    part = parse_part(shard) if shard is not None else None
     if preset is not None:
         clashes = [n for n, v in (("--tasks", tasks), ("--difficulty", difficulty), ("--levels", levels),
-                                  ("--count", count), ("--seed", seed), ("--param", param or None)) if v is not None]
-        fixed = preset_spec(preset)
+                                  ("--count", count), ("--seed", seed), ("--param", param or None),
+                                  ("--image-size", image_size), ("--time-limit", time_limit)) if v is not None]
+        spec = preset_spec(preset, images=images, optimal=optimal)
         if clashes:
             raise UsageError(f"--preset {preset} fixes {', '.join(clashes)}; drop them or drop --preset")
-        tasks, difficulty = ",".join(fixed.tasks), ",".join(fixed.difficulties)
-        count, seed = fixed.count, fixed.seed
-    spec = GenerateSpec(
-        tasks=tuple(t.name for t in resolve_tasks(tasks or "all")),
-        difficulties=tuple(dict.fromkeys(split_list(difficulty or ("" if levels else "easy,medium,hard"))
-                                         + (parse_levels(levels) if levels else []))),
-        count=10 if count is None else count,
-        seed=0 if seed is None else seed,
-        images=images,
-        optimal=optimal,
-        image_size=image_size,
-        time_limit=time_limit,
-        params=parse_params(param),
-    )
-    workers = workers or os.cpu_count() or 1
+        for task, (then, now) in differing_task_versions(preset).items():
+            console.print(f"[yellow]{task} is version {now} here; {preset} was made with version {then}: this "
+                          "build will differ from the release[/]", highlight=False)
+    else:
+        spec = GenerateSpec(
+            tasks=tuple(t.name for t in resolve_tasks(tasks or "all")),
+            difficulties=tuple(dict.fromkeys(split_list(difficulty or ("" if levels else "easy,medium,hard"))
+                                             + (parse_levels(levels) if levels else []))),
+            count=10 if count is None else count,
+            seed=0 if seed is None else seed,
+            images=images,
+            optimal=optimal,
+            image_size=768 if image_size is None else image_size,
+            time_limit=10.0 if time_limit is None else time_limit,
+            params=parse_params(param),
+        )
+    if executor == "process":
+        workers = workers or os.cpu_count() or 1
     with progress_bar() as bar:
-        job = bar.add_task("generating", total=None, rate="")
+        job = bar.add_task("generating" if part is None else f"generating part {part[0]}/{part[1]}", total=None,
+                           rate="")
         rate = Rate()
 
         def report(done: int, total: int) -> None:
@@ -119,10 +133,49 @@ def generate(
         def notify(message: str) -> None:
             bar.console.print(f"[yellow]{escape(message)}[/]", highlight=False)
 
-        manifest = generate_dataset(out, spec, workers=workers, overwrite=overwrite, progress=report, notify=notify)
+        manifest = generate_dataset(out, spec, workers=workers, overwrite=overwrite, progress=report, notify=notify,
+                                    part=part, executor=executor, ray_address=ray_address)
+    if part is not None:
+        console.print(f"[green]wrote[/] part {part[0]}/{part[1]} ({manifest['instances']} instances) to "
+                      f"{escape(str(out))}; when all {part[1]} parts are done: mmnp merge PART_FOLDERS... --out DIR",
+                      highlight=False)
+        return
+    _print_written(manifest, out, preset)
+
+
+def _print_written(manifest: dict, out: Path, preset: str | None = None) -> None:
+    """What a finished dataset is: its hashes, and whether (and why not) it is a release."""
+    from mmnp.releases import release_note, release_of, why_not
+
+    bench, refs = manifest["benchmark_hash"], manifest["references_hash"]
     console.print(f"[green]wrote[/] {manifest['total']} instances to {escape(str(out))}", highlight=False)
-    console.print(f"  benchmark hash  {manifest['benchmark_hash']}\n"
-                  f"  references hash {manifest.get('references_hash')}", highlight=False)
+    console.print(f"  benchmark hash  {bench}\n  references hash {refs}", highlight=False)
+    if name := release_of(bench, refs):
+        console.print(f"  release         {name}", highlight=False)
+    elif note := (why_not(preset, manifest) if preset else release_note(bench, refs)):
+        console.print(f"  [yellow]not {preset or 'a release'}: {escape(note)}[/]", highlight=False)
+
+
+@app.command()
+@user_errors
+def merge(
+    parts: List[Path] = typer.Argument(..., help="The part folders of one `mmnp generate --shard K/N` run (all N)."),
+    out: Path = typer.Option(..., "--out", "-o", help="A new folder for the dataset."),
+) -> None:
+    """Join the N parts of a `--shard K/N` generation into one dataset: the same bytes and hashes as one run."""
+    from mmnp.dataset import merge_parts
+
+    with progress_bar() as bar:
+        job = bar.add_task("merging", total=None, rate="")
+
+        def report(done: int, total: int) -> None:
+            bar.update(job, completed=done, total=total)
+
+        def notify(message: str) -> None:
+            bar.console.print(f"[yellow]{escape(message)}[/]", highlight=False)
+
+        manifest = merge_parts(out, parts, notify=notify, progress=report)
+    _print_written(manifest, out)
 
 
 @app.command("tasks")
@@ -249,7 +302,8 @@ def show(
     allow_modified: bool = typer.Option(False, "--allow-modified", help=ALLOW_MODIFIED_HELP),
 ) -> None:
     """Draw an instance, with an answer and its violations overlaid when one is given."""
-    from mmnp.dataset import atomic_write, find_instance
+    from mmnp.dataset import find_instance
+    from mmnp.files import atomic_write
     from mmnp.registry import get_task
 
     if not 64 <= size <= 8192:

@@ -162,8 +162,9 @@ class Instance:
             "image": self.image,
             "picture": self.picture,
             "image_prompt": self.image_prompt,
-            "reference": self.reference,
             "level": self.level,
+            # the solver-dependent members last: the references hash covers them, the benchmark hash the rest
+            "reference": self.reference,
             "hardness": self.hardness,
         }
 

@@ -26,11 +26,13 @@ from typing import Any, Iterable, Iterator, Optional
 import typer
 
 from mmnp.core import Instance, content_hash
-from mmnp.dataset import load_dataset, read_manifest
+from mmnp.dataset import open_dataset
 from mmnp.errors import DataError, RunError, UsageError
+from mmnp.integrity import NO_IMAGE, Digest, check_content, digest_line, image_name, record_line, validate_manifest
 from mmnp.registry import get_task
+from mmnp.releases import release_of
 
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2  # 2: rows checked by the same content check as a dataset folder (manifest format 3)
 META_KEY = b"mmnp"  # parquet schema metadata key holding the export's description
 FORMATS = ("hf", "parquet", "verl")
 SPLIT_BY = ("difficulty", "task", "none")
@@ -92,19 +94,18 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
     if format == "verl" and not 0 < test_fraction < 1:
         raise UsageError(f"--test-fraction {test_fraction}: give a number between 0 and 1, e.g. 0.1")
     data, out = Path(data), Path(out)
-    manifest = read_manifest(data)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--out {out} exists and is not empty; choose a new folder (mmnp never overwrites your files)")
-    instances = list(load_dataset(data))
+    dataset = open_dataset(data)
+    manifest, identity = dataset.manifest, dataset.identity()
+    instances = list(dataset.instances())
     images = "dataset" if manifest["arguments"].get("images", True) else "rendered at export"
     meta = {"format": "mmnp-export", "export_version": EXPORT_VERSION, "mmnp_version": _version(),
-            "benchmark_hash": manifest["benchmark_hash"], "manifest": manifest, "split_by": split_by,
-            "images": images}
+            "benchmark_hash": identity["benchmark_hash"], "references_hash": identity["references_hash"],
+            "manifest": manifest, "split_by": split_by, "images": images}
 
     def png(inst: Instance) -> bytes:
-        if inst.image:
-            return (data / inst.image).read_bytes()
-        return get_task(inst.task).render(inst)
+        return dataset.image(inst) if inst.image else get_task(inst.task).render(inst)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -132,7 +133,7 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    summary = {"out": str(out), "format": format, "rows": counts, "benchmark_hash": manifest["benchmark_hash"]}
+    summary = {"out": str(out), "format": format, "rows": counts, "benchmark_hash": identity["benchmark_hash"]}
     if push_to_hub:
         push(out, push_to_hub, private)
         summary["pushed_to"] = push_to_hub
@@ -279,9 +280,11 @@ with a shorter prompt, with reference objectives from a heuristic and an exact s
 
 ## Integrity
 
-Benchmark hash: `{meta['benchmark_hash']}` (SHA-256 over each instance's id and content hash, in
-generation order; independent of image and solver library versions). `mmnp.export.load_export`
-re-derives it and every row's `hash` from the `instance` column and refuses an export that does not match.
+Benchmark hash: `{meta['benchmark_hash']}`, references hash: `{meta['references_hash']}`.
+The benchmark hash covers every record but its references (instance, prompts, picture record)
+and every picture's bytes; the references hash covers the heuristic and exact references. Both
+are re-derived from the rows by `mmnp.export.load_export` (and `mmnp eval --data` on this
+export), which refuses an export whose rows differ from the source manifest embedded here.
 
 ## How it was made
 
@@ -328,28 +331,44 @@ def push(out: Path, repo: str, private: bool) -> None:
 
 @dataclass
 class Export:
-    """An export read back: the instances, the source manifest, and their pictures."""
+    """An export read back and checked: the instances, the source manifest, their pictures, and
+    the identity derived from the rows (the same check as a dataset folder's)."""
 
     path: Path
     instances: list[Instance]
     manifest: dict
-    benchmark_hash: str
     images: dict[str, bytes]
+    hashes: tuple[str, str]
 
-    def image_bytes(self, inst: Instance) -> bytes:
-        """The instance's PNG (the evaluator's image loader)."""
+    @property
+    def benchmark_hash(self) -> str:
+        return self.hashes[0]
+
+    def image(self, inst: Instance) -> bytes:
+        """The instance's PNG (checked against the source dataset's digest when read back)."""
         return self.images[inst.id]
+
+    def identity(self) -> dict:
+        """The dataset block of results.json: the source dataset's, as the rows re-derive it."""
+        bench, refs = self.hashes
+        return {"path": str(self.path), "benchmark_hash": bench, "references_hash": refs,
+                "preset": release_of(bench, refs), "modified": False, "content_hash": bench}
 
 
 def load_export(path: str | Path) -> Export:
-    """An `hf` or `parquet` export (a folder, or a Hub dataset id when the Hub is reachable) as
-    Instances, refusing any row whose instance does not hash to its `hash`, and any export whose
-    rows do not re-derive the source manifest's benchmark hash and image hashes."""
-    import pyarrow.parquet as pq
+    """An `hf` or `parquet` export (a folder, a parquet file, or a Hub dataset `hf://owner/name`)
+    as Instances, checked row by row with the same check as the dataset folder it came from:
+    each row rebuilds its record line, whose digests, ids and shards, and the pictures' bytes,
+    must be those the embedded source manifest lists, and derive its hashes."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UsageError(f"reading the export {path} needs the hf extra: pip install 'mmnp[hf]'") from None
 
-    path = Path(path)
+    text = str(path)
+    path = _download(text.split(":", 1)[1].lstrip("/")) if text.startswith(("hf://", "hf:/")) else Path(text)
     if not path.exists():
-        path = _download(str(path))
+        raise DataError(f"{path}: no such export folder or parquet file")
     files = sorted(p for p in (path.rglob("*.parquet") if path.is_dir() else [path])
                    if not any(part.startswith(".") for part in p.relative_to(path).parts))
     if not files:
@@ -357,7 +376,10 @@ def load_export(path: str | Path) -> Export:
     card = _card_meta(path if path.is_dir() else path.parent)
     meta, rows = None, []
     for file in files:
-        table = pq.read_table(file)
+        try:
+            table = pq.read_table(file)
+        except Exception as e:  # pyarrow's errors have no common base: a damaged or foreign file
+            raise DataError(f"{file}: not a readable parquet file ({type(e).__name__}: {e})") from None
         raw = (table.schema.metadata or {}).get(META_KEY)
         if raw is None and card is None:
             raise DataError(f"{file} is not an mmnp export (neither its schema nor a README.md dataset card carries "
@@ -365,55 +387,66 @@ def load_export(path: str | Path) -> Export:
         this = json.loads(raw) if raw is not None else card
         if meta is None:
             meta = this
-        elif this["benchmark_hash"] != meta["benchmark_hash"]:
-            raise DataError(f"{file} comes from another dataset (benchmark hash {this['benchmark_hash'][:12]}, "
-                            f"not {meta['benchmark_hash'][:12]}); keep one export per folder")
+        elif this.get("manifest") != meta.get("manifest"):
+            raise DataError(f"{file} comes from another dataset than {files[0]}; keep one export per folder")
         for number, row in enumerate(table.to_pylist()):
             rows.append((file, number, row))
-    manifest = meta["manifest"]
-    instances, images, by_shard = [], {}, {}
+    if not isinstance(meta, dict) or meta.get("export_version") != EXPORT_VERSION:
+        raise DataError(f"{path}: written by another mmnp export format ({(meta or {}).get('export_version')}, this "
+                        f"mmnp reads {EXPORT_VERSION}); export the dataset again")
+    manifest = validate_manifest(meta.get("manifest"), f"{path}: the source manifest")
+    with_pictures = meta.get("images") == "dataset"
+    instances, images, pngs = [], {}, {}
+    shards: dict[tuple[str, str], list[Digest] | None] = {}
     for file, number, row in rows:
         where = f"{file} row {number} (id {row.get('id')!r})"
-        try:
-            data = json.loads(row["instance"])
-        except (TypeError, ValueError):
-            raise DataError(f"{where}: the instance column is not JSON; the export is damaged: export it again") from None
-        if content_hash(row["task"], data) != row["hash"]:
-            raise DataError(f"{where}: the instance does not hash to its hash column {row['hash']}; the export was "
-                            "edited or damaged: export it again from the generated dataset")
-        inst = Instance(id=row["id"], task=row["task"], difficulty=row["difficulty"], seed=row["seed"],
-                        params=json.loads(row["params"]), data=data, hash=row["hash"], prompt=row["prompt"],
-                        image_prompt=row["image_prompt"], reference=json.loads(row["reference"]),
-                        image=(row["image"] or {}).get("path"), level=row.get("level"),
-                        hardness=json.loads(row.get("hardness") or "null"),
-                        picture=json.loads(row.get("picture") or "null"))
-        images[inst.id] = (row["image"] or {}).get("bytes") or b""
-        by_shard.setdefault((inst.task, inst.difficulty), []).append(inst)
-    bench = hashlib.sha256()
-    arguments = manifest["arguments"]  # generation order, which the benchmark hash follows
-    for task in arguments["tasks"]:
-        for difficulty in arguments["difficulties"]:
-            n = manifest["counts"][task][difficulty]
-            shard = sorted(by_shard.pop((task, difficulty), []), key=lambda i: i.seed)  # = index order
-            if len(shard) != n:
-                raise DataError(f"{path}: {len(shard)} rows of {task}/{difficulty}, the source manifest counts {n}; "
-                                "a split file is missing or was edited: download or export it whole")
-            pictures = hashlib.sha256()
-            for inst in shard:
-                bench.update(f"{inst.id}:{inst.hash}\n".encode())
-                pictures.update(hashlib.sha256(images[inst.id]).digest())
-                instances.append(inst)
-            expected = manifest["files"].get(f"{task}/images/{difficulty}-*.png")
-            if expected and pictures.hexdigest() != expected:
-                raise DataError(f"{path}: the {task}/{difficulty} images differ from the source dataset's; "
-                                "the export was edited or damaged: export it again")
-    if by_shard:
-        extra = ", ".join(f"{t}/{d}" for t, d in by_shard)
-        raise DataError(f"{path}: rows of {extra}, which the source manifest does not list; the export was edited")
-    if bench.hexdigest() != meta["benchmark_hash"]:
-        raise DataError(f"{path}: the rows re-derive benchmark hash {bench.hexdigest()[:12]}, not the recorded "
-                        f"{meta['benchmark_hash'][:12]}; the export was edited: export it again")
-    return Export(path, instances, manifest, meta["benchmark_hash"], images)
+        inst = _row_instance(row, where, with_pictures)
+        digest = digest_line(record_line(inst), where)
+        png = (row.get("image") or {}).get("bytes") or b""
+        images[inst.id] = png
+        pngs[digest] = hashlib.sha256(png).hexdigest() if with_pictures else NO_IMAGE
+        shard = (inst.task, inst.difficulty)
+        if inst.difficulty not in manifest["counts"].get(inst.task, {}):
+            raise DataError(f"{where}: a row of {inst.task}/{inst.difficulty}, which the source manifest does not "
+                            "list; the export was edited")
+        shards.setdefault(shard, []).append(digest)
+        instances.append(inst)
+    listed = [(t, d) for t, ds in manifest["counts"].items() for d in ds]
+    problems, hashes = check_content(manifest, {s: shards.get(s) for s in listed},
+                                     lambda t, d: f"{path}: {t}/{d}", pngs.__getitem__)
+    if problems:
+        more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
+        raise DataError(f"{problems[0]}{more}. The export differs from the dataset it was made from (edited or "
+                        "damaged; a missing split too): export it again, or download it whole")
+    order = {s: n for n, s in enumerate(listed)}
+    instances.sort(key=lambda i: (order[i.task, i.difficulty], int(i.id.rsplit("-", 1)[1])))
+    return Export(path, instances, manifest, images, hashes)
+
+
+def _row_instance(row: dict, where: str, with_pictures: bool) -> Instance:
+    """The Instance one export row holds; its picture is found by id, as in a dataset folder."""
+    try:
+        data = json.loads(row["instance"])
+        loaded = {k: json.loads(row[k] or "null") for k in ("params", "reference", "hardness", "picture")}
+    except (KeyError, TypeError, ValueError):
+        raise DataError(f"{where}: a JSON column is missing or not JSON; the export is damaged: export it again") from None
+    if not isinstance(row.get("id"), str) or not isinstance(row.get("task"), str):
+        raise DataError(f"{where}: its id or task is not a text; the export is damaged: export it again")
+    if content_hash(row["task"], data) != row["hash"]:
+        raise DataError(f"{where}: the instance does not hash to its hash column {row['hash']}; the export was "
+                        "edited or damaged: export it again from the generated dataset")
+    return Instance(id=row["id"], task=row["task"], difficulty=row["difficulty"], seed=row["seed"],
+                    params=loaded["params"], data=data, hash=row["hash"], prompt=row["prompt"],
+                    image_prompt=row["image_prompt"], reference=loaded["reference"],
+                    image=_picture_name(row["id"], where) if with_pictures else None, level=row.get("level"),
+                    hardness=loaded["hardness"], picture=loaded["picture"])
+
+
+def _picture_name(id: str, where: str) -> str:
+    try:
+        return image_name(id)
+    except UsageError:
+        raise DataError(f"{where}: {id!r} is not an instance id; the export was edited") from None
 
 
 def _card_meta(folder: Path) -> dict | None:
@@ -430,15 +463,16 @@ def _card_meta(folder: Path) -> dict | None:
 
 
 def _download(repo: str) -> Path:
-    """A Hub dataset id, downloaded (parquet files and card only) to the local cache."""
-    if repo.count("/") != 1:
-        raise UsageError(f"{repo} is neither a folder nor a Hub dataset id (owner/name)")
+    """A Hub dataset `owner/name`, downloaded (parquet files and card only) to the local cache."""
     try:
         from huggingface_hub import snapshot_download
-
+    except ImportError:
+        raise UsageError(f"reading the Hub dataset {repo} needs the hf extra: pip install 'mmnp[hf]'") from None
+    try:
         return Path(snapshot_download(repo, repo_type="dataset", allow_patterns=["*.parquet", "README.md"]))
     except Exception as e:  # offline, unknown repo, no access: the library's message says which
-        raise RunError(f"{repo} is no local folder and downloading it from the Hub failed: {e}") from None
+        reason = " ".join(str(e).split())[:300]
+        raise RunError(f"asking the Hub for the dataset {repo} failed: {type(e).__name__}: {reason}") from None
 
 
 # -- the command ----------------------------------------------------------------------------------------

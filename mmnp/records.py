@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import time
 from pathlib import Path
 from typing import Callable, Iterable
 
 from mmnp.errors import DataError
+from mmnp.files import FolderLock  # noqa: F401  (the run folder's lock: eval holds it, generate too)
 
 SAMPLES = "samples.jsonl"
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
@@ -56,7 +55,7 @@ class JsonlLog:
 
     def rewrite(self) -> None:
         """Replace the file by its latest record per key, atomically."""
-        from mmnp.dataset import atomic_write
+        from mmnp.files import atomic_write
 
         self.close()
         atomic_write(self.path, b"".join(dumps_line(r) for r in self.records.values()))
@@ -116,50 +115,3 @@ def _read_lines(path: Path, repair: bool, key_of: Callable[[dict], str] = lambda
 
 def _is_count(value) -> bool:
     return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
-
-
-class FolderLock:
-    """An exclusive lock on an output folder for the life of a run (`flock` on `FOLDER/.lock`).
-
-    The kernel drops the lock when its process dies, so a lock left by a killed run is taken
-    over at once; a live holder is named (pid, host, start time) in the refusal."""
-
-    NAME = ".lock"
-
-    def __init__(self, folder: str | Path) -> None:
-        self.path = Path(folder) / self.NAME
-        self._fd: int | None = None
-
-    def __enter__(self) -> FolderLock:
-        import fcntl
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(os.read(fd, 4096))
-            os.close(fd)
-            raise DataError(f"{self.path.parent} is in use by another run ({holder}); wait for it to finish "
-                            "or choose another --output-path") from None
-        os.ftruncate(fd, 0)
-        info = {"pid": os.getpid(), "host": socket.gethostname(),
-                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        os.pwrite(fd, json.dumps(info).encode(), 0)
-        self._fd = fd
-        for stray in self.path.parent.glob(".*.tmp[0-9]*"):  # an atomic write cut by a kill
-            stray.unlink(missing_ok=True)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # releases the flock; the file stays (removing it would race a new holder)
-            self._fd = None
-
-
-def _holder(raw: bytes) -> str:
-    try:
-        info = json.loads(raw.decode())
-        return f"pid {info['pid']} on {info['host']}, started {info['started']}"
-    except (ValueError, KeyError, TypeError):
-        return "holder unknown"

@@ -31,6 +31,7 @@ class GeneratorModule(Protocol):
     Config: type  # a frozen dataclass; (lo, hi) tuples are ranges sampled per instance
     PRESETS: Mapping[str, Any]  # difficulty -> Config
     IMAGE_PROMPT: str  # the image modality's text: instruction and answer format only
+    VERSION: int  # bumped when the task's instances, prompts or picture change (recorded in every manifest)
 
     def generate(self, params: dict, rng: np.random.Generator) -> tuple[dict, Any]: ...  # (data, planted)
     def prompt(self, data: dict) -> str: ...
@@ -122,6 +123,12 @@ class Task:
     @property
     def presets(self) -> Mapping[str, Any]:
         return self.generator.PRESETS
+
+    @property
+    def version(self) -> int | None:
+        """The generator module's `VERSION`: what a manifest and a release record of the task, so data
+        made before its instances, prompts or picture changed is told apart (None: a plugin without one)."""
+        return getattr(self.generator, "VERSION", None)
 
     def config(self, difficulty: str, **overrides: Any) -> Any:
         """The generator parameters of a preset (easy/medium/hard) or a ladder level (L1..L10, bench)."""

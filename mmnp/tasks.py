@@ -1,9 +1,9 @@
 """The built-in tasks, in their published order: one line per task.
 
-Adding a task = its three files (generators/, verifiers/, solvers/) + one line here. The order is
-part of the benchmark: `--tasks all` lists the tasks in it, and the canonical sets' benchmark
-hashes are computed over the shards in this order. A plain table with no imports, so the
-registry can read it without a cycle and load each task's modules only when it is asked for.
+Adding a task = its three files (generators/, verifiers/, solvers/) + one line here. `--tasks all`
+lists the tasks in this order (the releases name theirs: `mmnp.releases`). A plain table with no
+imports, so the registry can read it without a cycle and load each task's modules only when it is
+asked for.
 """
 
 # (name, category, direction)

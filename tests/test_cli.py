@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -147,11 +148,55 @@ def test_verify_says_when_the_instance_breaks_the_check(small_dataset, tmp_path)
     lines = shard.read_text().splitlines()
     record = json.loads(lines[0])
     record["instance"]["edges"][0] = [0, 999]
-    lines[0] = json.dumps(record)
+    lines[0] = json.dumps(record)  # as a JSON tool writes it: other spacing
     shard.write_text("\n".join(lines) + "\n")
     args = ["verify", "--data", str(data), "--id", record["id"], "--answer", "Answer: [1]"]
     result = runner.invoke(app, args)
-    assert result.exit_code == 1 and "vertex_cover/easy.jsonl:1: the instance data" in result.output
+    assert result.exit_code == 1 and "vertex_cover/easy.jsonl:1: not an instance record as `mmnp generate` writes" \
+        in result.output
     result = runner.invoke(app, args + ["--allow-modified"])
     assert result.exit_code == 1 and "verifier failed on this instance (IndexError" in result.output
     assert "0 violation" not in result.output
+
+
+BASE_INSTALL = ("import sys\n"
+                "for name in ('pyarrow', 'datasets', 'huggingface_hub'):\n"
+                "    sys.modules[name] = None  # as on `pip install mmnp` without the hf extra\n"
+                "from mmnp.cli import app\n"
+                "app()\n")
+
+
+def test_data_that_is_not_a_dataset_is_one_line(small_dataset, tmp_path):
+    """A typo, a file, an unfinished folder, a Hub id that cannot be fetched, an export without the
+    hf extra: each one line naming the problem, never a traceback; the Hub is asked only for a Hub id."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyarrow")
+    from mmnp.export import export_dataset
+
+    export = tmp_path / "export"
+    export_dataset(small_dataset, export, "parquet")
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "unfinished").mkdir()
+    (tmp_path / "unfinished" / ".mmnp-generate.json").write_text("{}")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+    def run(data: str, base: bool = False) -> str:
+        command = [sys.executable, "-c", BASE_INSTALL] if base else [sys.executable, "-m", "mmnp"]
+        done = subprocess.run([*command, "eval", "--model", "solver:heuristic", "--data", data, "--output-path",
+                               str(tmp_path / "results")], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=tmp_path)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode in (1, 2) and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+        return lines[0]
+
+    assert "--data typo: no such folder" in run("typo") and "hf://owner/name" in run("typo")
+    assert "is a file" in run(str(tmp_path / "notes.txt"))
+    assert "unfinished generation" in run(str(tmp_path / "unfinished"))
+    for hub in ("hf://owner/name", "owner/name"):  # an owner/name that is no folder: the Hub, with the hf extra
+        assert "asking the Hub for the dataset owner/name failed" in run(hub)
+    assert "no such folder" in run("owner/name", base=True)  # no hf extra: not a Hub id, a typo
+    assert "needs the hf extra: pip install 'mmnp[hf]'" in run(str(export), base=True)
+    assert "needs the hf extra" in run("hf://owner/name", base=True)

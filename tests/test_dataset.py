@@ -1,17 +1,41 @@
+"""Generation: byte-identical whatever the worker count, the resume, the parts and the executor;
+resumable instance by instance after a real kill; frozen releases."""
+
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 import mmnp
-from mmnp.dataset import IN_PROGRESS, GenerateSpec, find_instance, generate_dataset, load_dataset
+from mmnp.cli import app
+from mmnp.dataset import (
+    IN_PROGRESS,
+    LOG,
+    PRESETS,
+    GenerateSpec,
+    find_instance,
+    generate_dataset,
+    load_dataset,
+    merge_parts,
+    preset_spec,
+)
 from mmnp.errors import DataError, UsageError
+from mmnp.releases import release_of, why_not
 
+runner = CliRunner()
 SPEC = GenerateSpec(tasks=("tsp", "knapsack", "graph_coloring"), difficulties=("easy", "medium"), count=3, seed=5,
                     time_limit=1.0)
+ROOT = Path(__file__).parent.parent
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -27,20 +51,21 @@ def test_byte_identical_whatever_the_worker_count(tmp_path):
 def test_layout_records_and_manifest(small_dataset):
     manifest = json.loads((small_dataset / "manifest.json").read_text())
     assert manifest["total"] == sum(sum(c.values()) for c in manifest["counts"].values())
-    for rel, digest in manifest["files"].items():
-        if rel.endswith(".jsonl"):
-            assert hashlib.sha256((small_dataset / rel).read_bytes()).hexdigest() == digest
+    assert manifest["format_version"] == 3 and set(manifest["task_versions"]) == set(manifest["counts"])
+    for rel, rows in manifest["records"].items():
+        assert len(rows) == len((small_dataset / rel).read_text().splitlines())
     instances = list(load_dataset(small_dataset))
     assert len(instances) == manifest["total"]
     for inst in instances:
         record = inst.to_record()
         for key in ("id", "task", "difficulty", "seed", "params", "instance", "hash", "prompt", "image", "image_prompt"):
             assert record[key] is not None
+        assert list(record)[-2:] == ["reference", "hardness"]  # the references hash covers exactly these
         assert set(record["reference"]["heuristic"]) == {"objective", "solution"}
         optimal = record["reference"]["optimal"]
         assert set(optimal) == {"objective", "solution", "proven"} | ({"bound"} if not optimal["proven"] else set())
         assert (small_dataset / inst.image).read_bytes().startswith(b"\x89PNG")
-        assert inst.prompt.rstrip().splitlines()[-1].startswith("Answer: ")
+        assert inst.image == f"{inst.task}/images/{inst.id}.png"
         # the instance regenerates from its stored seed
         task = mmnp.get_task(inst.task)
         assert task.generate(inst.difficulty, inst.seed).hash == inst.hash
@@ -70,12 +95,13 @@ def test_existing_output_is_protected(tmp_path):
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("precious")
-    with pytest.raises(UsageError, match="did not write"):
-        generate_dataset(foreign, small, overwrite=True)
-    assert (foreign / "thesis.tex").read_text() == "precious"
+    for overwrite in (False, True):
+        with pytest.raises(UsageError, match="did not write"):
+            generate_dataset(foreign, small, overwrite=overwrite)
+    assert _tree(foreign) == {"thesis.tex": b"precious"}
 
 
-def test_interrupted_generation_resumes_to_the_same_bytes(tmp_path):
+def test_an_interruption_keeps_every_finished_instance(tmp_path):
     generate_dataset(tmp_path / "clean", SPEC)
 
     def crash(done: int, total: int) -> None:
@@ -86,13 +112,210 @@ def test_interrupted_generation_resumes_to_the_same_bytes(tmp_path):
         generate_dataset(tmp_path / "crashed", SPEC, progress=crash)
     partial = tmp_path / "crashed"
     assert (partial / IN_PROGRESS).exists() and not (partial / "manifest.json").exists()
-    assert len(list(partial.rglob("*.jsonl"))) == 3
+    assert len((partial / LOG).read_bytes().splitlines()) == 10
     with pytest.raises(DataError, match="rerun the same"):
         list(load_dataset(partial))
-    seen = []
-    generate_dataset(partial, SPEC, progress=lambda done, total: seen.append(total))
-    assert seen[-1] == SPEC.count * 3  # only the three unfinished shards were generated
+    ticks, said = [], []
+    generate_dataset(partial, SPEC, progress=lambda done, total: ticks.append(done), notify=said.append)
+    assert ticks[0] == 10 and len(ticks) == 1 + 8  # the 10 finished ones kept, only the other 8 made
+    assert said == ["resuming: 10 of 18 instances already finished"]
     assert _tree(tmp_path / "clean") == _tree(partial)
+
+
+GENERATE = ["generate", "--tasks", "min_bisection", "--difficulty", "hard", "--count", "4", "--seed", "7",
+            "--no-images", "--time-limit", "1.5", "--workers", "1"]  # CP-SAT cannot close these: each runs its limit
+
+
+def _mmnp(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mmnp", *args], capture_output=True, text=True, timeout=1200,
+                          **kwargs)
+
+
+def test_a_killed_generate_resumes_instance_by_instance_to_a_straight_runs_bytes(tmp_path):
+    """kill -9 of a real `mmnp generate` between instances: the next run keeps every instance the
+    killed one finished, exact references included, and makes only the others."""
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    assert _mmnp(*GENERATE, "--out", str(straight)).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "mmnp", *GENERATE, "--out", str(killed)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = killed / LOG
+    deadline = time.monotonic() + 600  # a hang guard, not a timing assertion
+    while not (log.exists() and log.read_bytes().count(b"\n") >= 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = log.read_bytes().splitlines()
+    assert 2 <= len(finished) < 4 and not (killed / "manifest.json").exists()
+    resumed = _mmnp(*GENERATE, "--out", str(killed))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming: {len(finished)} of 4 instances already finished" in resumed.stderr
+    assert _tree(killed) == _tree(straight)
+    kept = {json.loads(line.split(b" ", 1)[1])["id"]: line.split(b" ", 1)[1] for line in finished}
+    shard = (killed / "min_bisection" / "hard.jsonl").read_bytes().splitlines()
+    assert all(line in shard for line in kept.values())
+
+
+SOLVE_AND_INTERRUPT = textwrap.dedent("""
+    import os, signal, threading, mmnp
+    from mmnp.solvers import min_bisection
+    data = mmnp.get_task("min_bisection").generate("L6", 1).data  # CP-SAT cannot close it in 60 s
+    hint = min_bisection.heuristic(data)
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    try:
+        min_bisection.optimal(data, 60.0, hint)
+        print("finished")
+    except KeyboardInterrupt:
+        print("interrupted")
+""")
+
+
+def test_ctrl_c_stops_an_exact_solve():
+    """CP-SAT would otherwise catch SIGINT, end the solve early and return (and log) its best answer."""
+    done = subprocess.run([sys.executable, "-c", SOLVE_AND_INTERRUPT], capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "interrupted", done.stdout + done.stderr
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_worker_pool_dies_with_a_killed_parent(tmp_path):
+    args = ["generate", "--tasks", "min_bisection", "--difficulty", "hard", "--count", "40", "--no-images",
+            "--time-limit", "1.5", "--workers", "2", "--out", str(tmp_path / "d")]
+    proc = subprocess.Popen([sys.executable, "-m", "mmnp", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = _children(proc.pid)
+    assert len(workers) == 2
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 60  # a hang guard, not a timing assertion
+    while any(map(_running, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_running, workers))
+
+
+# -- beyond one machine -------------------------------------------------------------------------
+
+PARTS = ["--tasks", "knapsack,tsp", "--difficulty", "easy", "--count", "3", "--seed", "4", "--time-limit", "0.5",
+         "--image-size", "128", "--workers", "1"]
+
+
+def test_parts_merge_to_the_bytes_of_one_run(tmp_path):
+    """--shard K/N for any N (more parts than instances too) and `mmnp merge`: the same bytes and hashes."""
+    straight = tmp_path / "straight"
+    assert runner.invoke(app, ["generate", *PARTS, "--out", str(straight)]).exit_code == 0
+    for n in (2, 7):
+        parts = [tmp_path / f"n{n}" / f"part{k}" for k in range(1, n + 1)]
+        for k, part in enumerate(parts, 1):
+            result = runner.invoke(app, ["generate", *PARTS, "--shard", f"{k}/{n}", "--out", str(part)])
+            assert result.exit_code == 0 and f"part {k}/{n}" in result.output, result.output
+        assert len((parts[0] / LOG).read_bytes().splitlines()) == (3 if n == 2 else 1)
+        merged = tmp_path / f"n{n}" / "merged"
+        result = runner.invoke(app, ["merge", *map(str, reversed(parts)), "--out", str(merged)])
+        assert result.exit_code == 0, result.output
+        assert _tree(merged) == _tree(straight)
+        assert json.loads((straight / "manifest.json").read_text())["benchmark_hash"] in result.output
+
+
+def test_merge_refuses_missing_foreign_and_unfinished_parts(tmp_path):
+    spec = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=4, seed=1, images=False, optimal=False)
+    parts = [tmp_path / f"p{k}" for k in (1, 2, 3)]
+    for k, part in enumerate(parts, 1):
+        generate_dataset(part, spec, part=(k, 3))
+    with pytest.raises(UsageError, match="missing part\\(s\\) 3/3"):
+        merge_parts(tmp_path / "m", parts[:2])
+    other = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=4, seed=2, images=False, optimal=False)
+    generate_dataset(tmp_path / "q3", other, part=(3, 3))
+    with pytest.raises(DataError, match="its arguments differ"):
+        merge_parts(tmp_path / "m", [*parts[:2], tmp_path / "q3"])
+    log = parts[0] / LOG
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:-1]))  # as if killed before its last
+    with pytest.raises(DataError, match=r"p1: part 1/3 is unfinished \(1 of 2 instances\)"):
+        merge_parts(tmp_path / "m", parts)
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
+    generate_dataset(parts[0], spec, part=(1, 3))  # finishing it is rerunning its command
+    assert merge_parts(tmp_path / "m", parts)["total"] == 4
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is not None,
+                    reason="Ray is installed here: examples/ray/check_ray.sh runs the Ray tests")
+def test_the_ray_executor_without_ray_is_one_line(tmp_path):
+    result = runner.invoke(app, ["generate", *PARTS, "--executor", "ray", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "--executor ray needs Ray: pip install" in result.output
+    assert "Traceback" not in result.output
+
+
+# -- releases -----------------------------------------------------------------------------------
+
+def test_releases_list_their_tasks_by_name_and_the_readme_states_their_values():
+    readme = (ROOT / "README.md").read_text()
+    for name, fixed in PRESETS.items():
+        assert list(fixed["tasks"]) == [t for t, _, _ in mmnp.tasks.BUILTIN] == list(fixed["task_versions"])
+        assert fixed["instances"] == len(fixed["tasks"]) * len(fixed["difficulties"]) * fixed["count"]
+        assert fixed["references"], f"{name}: no references recorded"
+        for ortools, entry in fixed["references"].items():
+            assert (f"| {name} | {fixed['seed']} | {fixed['instances']} | `{fixed['benchmark_hash']}` | {ortools} | "
+                    f"`{entry['references_hash']}` | {entry['proven_optima']} |") in readme
+            assert release_of(fixed["benchmark_hash"], entry["references_hash"]) == name
+        assert release_of(fixed["benchmark_hash"], "0" * 64) is None
+
+
+PLUGIN = textwrap.dedent("""
+    import json, mmnp
+    from mmnp.dataset import PRESETS, preset_spec
+    from mmnp.registry import resolve_tasks
+    from mmnp.task import Task
+    before = {name: preset_spec(name).to_json() for name in PRESETS}
+    tsp = mmnp.get_task("tsp")
+    mmnp.register(Task("my_tsp", "planning", "min", tsp.generator, tsp.verifier, tsp.solver))
+    after = {name: preset_spec(name).to_json() for name in PRESETS}
+    print(json.dumps({"same": before == after, "all": [t.name for t in resolve_tasks("all")]}))
+""")
+
+
+def test_registering_a_plugin_task_leaves_every_release_unchanged():
+    done = subprocess.run([sys.executable, "-c", PLUGIN], capture_output=True, text=True, timeout=120)
+    out = json.loads(done.stdout)
+    assert out["same"] and out["all"][-1] == "my_tsp"  # `--tasks all` has it; no release does
+
+
+def test_every_task_declares_its_version_and_manifests_record_it(small_dataset):
+    for task in mmnp.list_tasks():
+        assert isinstance(task.generator.VERSION, int) and task.version == task.generator.VERSION
+    manifest = json.loads((small_dataset / "manifest.json").read_text())
+    assert manifest["task_versions"] == {t.name: t.version for t in mmnp.list_tasks()}
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_a_release_regenerates_to_its_recorded_benchmark_hash(tmp_path, name):
+    """Instances, prompts and pictures of the frozen releases (their exact references take minutes:
+    `python benchmarks/release_hashes.py --preset NAME` checks those)."""
+    manifest = generate_dataset(tmp_path / name, preset_spec(name, optimal=False), workers=2)
+    assert manifest["total"] == PRESETS[name]["instances"]
+    assert manifest["task_versions"] == PRESETS[name]["task_versions"]
+    assert manifest["benchmark_hash"] == PRESETS[name]["benchmark_hash"]
+    assert release_of(manifest["benchmark_hash"], manifest["references_hash"]) is None  # not its references
+    assert "its references are not the release's" in why_not(name, manifest)
 
 
 def test_bad_specs_fail_before_any_work(tmp_path):
@@ -102,6 +325,9 @@ def test_bad_specs_fail_before_any_work(tmp_path):
         GenerateSpec(tasks=("tsp",), difficulties=("easy",), count=1, seed=0, params={"tsp.n": "many"})
     with pytest.raises(ValueError, match="--count"):
         GenerateSpec(tasks=("tsp",), difficulties=("easy",), count=0, seed=0)
+    for shard in ("0/3", "4/3", "1-3", "a/b"):
+        result = runner.invoke(app, ["generate", *PARTS, "--shard", shard, "--out", str(tmp_path / "x")])
+        assert result.exit_code == 2 and "--shard" in result.output
     assert not any(tmp_path.iterdir())
 
 
@@ -136,22 +362,3 @@ def test_hard_family_params_pass_the_size_guard_and_reach_the_instances(tmp_path
                             params={"n": "60", "min_value": str(10**11), "max_value": str(10**12)})
     with pytest.raises(UsageError, match="subset_sum-easy-0000: .*use fewer or smaller numbers"):
         generate_dataset(tmp_path / "bad", too_many)
-
-
-def test_readme_states_the_canonical_benchmark_hash(tmp_path):
-    """The preset's benchmark_hash depends only on ids and instance data, so it can be
-    checked without images or exact solving; the README must quote the real one."""
-    import re
-
-    from mmnp.dataset import PRESETS
-    from mmnp.registry import resolve_tasks
-
-    preset = PRESETS["mm-np-bench-v1"]
-    spec = GenerateSpec(tasks=tuple(t.name for t in resolve_tasks(preset["tasks"])),
-                        difficulties=preset["difficulties"], count=preset["count"], seed=preset["seed"],
-                        images=False, optimal=False)
-    manifest = generate_dataset(tmp_path / "v1", spec, workers=2)
-    assert all(set(c.values()) == {34} for c in manifest["counts"].values())
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    stated = re.search(r"benchmark_hash.*?\n\n\s+([0-9a-f]{64})", readme, re.S).group(1)
-    assert manifest["benchmark_hash"] == stated

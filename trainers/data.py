@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mmnp.core import Instance
-from mmnp.dataset import image_path, instance_id, instance_seed, select_instances
+from mmnp.dataset import image_loader, instance_id, instance_seed, select_instances
 from mmnp.errors import UsageError
 from mmnp.registry import get_task, resolve_tasks
 from mmnp.rewards import COLUMN, record_payload
@@ -62,6 +62,7 @@ def to_rows(instances: list[Instance], modality: str = "text", system_prompt: st
 
     if modality not in ("text", "image"):
         raise UsageError(f"--modality {modality!r}: choose text or image")
+    picture = image_loader(data, image_size) if modality == "image" else None  # checked against the dataset
     rows = []
     for inst in instances:
         text = inst.prompt if modality == "text" else inst.image_prompt
@@ -71,8 +72,7 @@ def to_rows(instances: list[Instance], modality: str = "text", system_prompt: st
         if completions:
             row["completion"] = [{"role": "assistant", "content": best_answer(inst)}]
         if modality == "image":
-            png = image_path(data, inst.image).read_bytes() if data and inst.image else get_task(inst.task).render(inst, image_size)
-            row["image"] = Image.open(io.BytesIO(png)).convert("RGB")
+            row["image"] = Image.open(io.BytesIO(picture(inst))).convert("RGB")
         rows.append(row)
     return rows
 

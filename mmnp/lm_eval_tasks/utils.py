@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from mmnp.core import DIFFICULTIES
@@ -20,18 +19,11 @@ def load_docs(data: str | None = None, task: str | None = None, difficulty: str 
 
     if not data:
         raise UsageError("mmnp's lm_eval tasks need the data: pass --metadata '{\"data\": \"PATH\"}' with a folder "
-                         "from `mmnp generate`, an `mmnp export` folder or a Hub dataset id")
+                         "from `mmnp generate`, an `mmnp export` folder or a Hub dataset (hf://owner/name)")
     difficulties = [d.strip() for d in (difficulty or ",".join(DIFFICULTIES)).split(",") if d.strip()]
-    if (Path(data) / "manifest.json").exists():
-        from mmnp.dataset import load_dataset
+    from mmnp.dataset import select_instances  # the same checked reading as `mmnp eval --data`
 
-        instances = list(load_dataset(data, [task], difficulties))
-    else:
-        from mmnp.export import load_export
-
-        instances = [i for i in load_export(data).instances if i.task == task and i.difficulty in difficulties]
-    if not instances:
-        raise UsageError(f"{data} holds no {task} instances at {','.join(difficulties)}")
+    instances = select_instances([task], difficulties, data=data).instances
     docs = [{"id": i.id, "task": i.task, "difficulty": i.difficulty, "prompt": i.prompt,
              "instance": json.dumps(i.data, separators=(",", ":")), "reference_objective": float(i.reference_objective)}
             for i in instances]

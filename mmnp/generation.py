@@ -1,0 +1,739 @@
+"""Generation: parallel, resumable instance by instance, byte-identical at any worker count, and
+spread beyond one machine (`--shard K/N` parts and `merge_parts`, or a Ray cluster).
+
+While a run is unfinished its folder holds
+
+    OUT/.lock                    the run's lock (pid, host, start); a second run on the folder is refused
+    OUT/.mmnp-generate.json      what it makes: arguments, its part K/N, the task and OR-Tools versions
+    OUT/.mmnp-generate.log       one line per finished instance: "<PNG SHA-256 or -> <record line>"
+    OUT/<task>/images/<id>.png   written before its instance's log line
+
+so a killed run keeps every finished instance, references included, and the next run computes
+only the others. When all are done the shards are written from the log in index order, then
+manifest.json, and the log goes. Each instance is a pure function of (task, difficulty, seed,
+arguments), which is why a straight run, a resumed one, merged parts and a Ray run give the
+same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sys
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from mmnp.errors import DataError, UsageError
+from mmnp.files import FolderLock, atomic_write, check_writable_inside, inside, remove_temporaries
+from mmnp.integrity import (
+    MANIFEST,
+    NO_IMAGE,
+    SEED_STRIDE,
+    build_manifest,
+    digest_line,
+    image_name,
+    instance_id,
+    instance_seed,
+    is_name,
+    lines_of,
+    ortools_version,
+    parse_instance_id,
+    parse_line,
+    record_line,
+    rows_hashes,
+    task_versions,
+    validate_manifest,
+)
+from mmnp.registry import get_task
+from mmnp.task import DEFAULT_TIME_LIMIT
+
+IN_PROGRESS = ".mmnp-generate.json"  # the arguments, part and versions of an unfinished generation
+LOG = ".mmnp-generate.log"  # its finished instances
+EXECUTORS = ("process", "ray")
+PARAM_HEADROOM = 10  # a --param may reach this many times the largest preset value of its field
+
+Progress = Callable[[int, int], None]
+Notify = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class GenerateSpec:
+    """Everything that determines a dataset's content (and nothing that does not, such as
+    the worker count, the executor or the output folder)."""
+
+    tasks: tuple[str, ...]
+    difficulties: tuple[str, ...]
+    count: int
+    seed: int
+    images: bool = True
+    optimal: bool = True
+    image_size: int = 768
+    time_limit: float = DEFAULT_TIME_LIMIT
+    params: dict[str, Any] = field(default_factory=dict)  # "n=25" (every task having n) or "tsp.n=25"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.count < SEED_STRIDE:
+            raise UsageError(f"--count must be between 1 and {SEED_STRIDE - 1}, got {self.count}")
+        if not 0 <= self.seed < 2**63 // SEED_STRIDE:
+            raise UsageError(f"--seed must be between 0 and {2**63 // SEED_STRIDE - 1}, got {self.seed}")
+        if not 0 < self.time_limit <= 86400:
+            raise UsageError(f"--time-limit must be a positive number of deterministic seconds, got {self.time_limit}")
+        if not 64 <= self.image_size <= 8192:
+            raise UsageError(f"--image-size must be between 64 and 8192 pixels, got {self.image_size}")
+        for name in (*self.tasks, *self.difficulties):
+            if not is_name(name):
+                raise UsageError(f"{name!r} is not a task or difficulty name (lower-case letters, digits, _)")
+        for key in self.params:
+            if not any(self._takes(t, key) for t in self.tasks):
+                raise UsageError(f"parameter {key!r} belongs to none of the tasks {', '.join(self.tasks)}")
+        for name in self.tasks:
+            for difficulty in self.difficulties:  # fail here, not in a worker, on a bad name or value
+                config = get_task(name).config(difficulty, **self.overrides(name))
+                self._check_size(name, config)
+
+    @classmethod
+    def from_json(cls, arguments: dict) -> GenerateSpec:
+        """The spec a manifest's or a part's `arguments` describe."""
+        try:
+            return cls(**{**arguments, "tasks": tuple(arguments["tasks"]),
+                          "difficulties": tuple(arguments["difficulties"])})
+        except (KeyError, TypeError) as e:
+            raise DataError(f"arguments {arguments!r} are not those of `mmnp generate` ({e})") from None
+
+    def _check_size(self, task: str, config: Any) -> None:
+        """Refuse a --param far beyond every preset (n=1000000 would run out of memory, not fail);
+        a field whose size costs no memory (how large the numbers are) states its own `limit`."""
+        presets = get_task(task).presets.values()
+        limits = {f.name: f.metadata.get("limit") for f in fields(config)}
+        for key in self.overrides(task):
+            value = _top(getattr(config, key))
+            if limits[key] is not None:
+                if value > limits[key]:
+                    raise UsageError(f"--param {key}={_num(value)} is too large for {task}: at most {limits[key]:_}")
+                continue
+            ceiling = max((_top(getattr(p, key)) for p in presets), default=0)
+            if ceiling > 0 and value > PARAM_HEADROOM * ceiling:
+                raise UsageError(f"--param {key}={_num(value)} is too large for {task}: at most "
+                                 f"{_num(PARAM_HEADROOM * ceiling)} ({PARAM_HEADROOM} x its largest preset value)")
+
+    def _takes(self, task: str, key: str) -> bool:
+        scope, _, param = key.rpartition(".")
+        return scope == task or (not scope and param in get_task(task).generator.Config.__dataclass_fields__)
+
+    def overrides(self, task: str) -> dict[str, Any]:
+        return {key.rpartition(".")[2]: value for key, value in self.params.items() if self._takes(task, key)}
+
+    def shards(self) -> list[tuple[str, str]]:
+        return [(t, d) for t in self.tasks for d in self.difficulties]
+
+    def to_json(self) -> dict:
+        return json.loads(json.dumps(asdict(self)))
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _top(value: Any) -> float:
+    """The largest number in a config value (a scalar or a (lo, hi) range); 0 for anything else."""
+    values = value if isinstance(value, tuple) else (value,)
+    return max((float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)), default=0.0)
+
+
+def parse_part(text: str) -> tuple[int, int]:
+    """`--shard K/N` -> (K, N): part K (1-based) of N."""
+    k, sep, n = text.partition("/")
+    try:
+        part = (int(k), int(n)) if sep else None
+    except ValueError:
+        part = None
+    if part is None or not 1 <= part[0] <= part[1]:
+        raise UsageError(f"--shard {text!r}: give K/N with 1 <= K <= N, e.g. --shard 3/8 (part 3 of 8)")
+    return part
+
+
+def jobs_of(spec: GenerateSpec, part: tuple[int, int] | None = None) -> list[tuple]:
+    """The instances of a run in generation order; part K of N takes every N-th from the K-th
+    (so each part gets its share of every task and difficulty, for any N)."""
+    every = [(t, d, i) for t, d in spec.shards() for i in range(spec.count)]
+    if part is not None:
+        every = every[part[0] - 1::part[1]]
+    return [(t, d, i, instance_seed(spec.seed, i), spec.overrides(t), spec.images, spec.optimal,
+             spec.image_size, spec.time_limit) for t, d, i in every]
+
+
+def _job_id(job: tuple) -> str:
+    return instance_id(job[0], job[1], job[2])
+
+
+def _build(job: tuple) -> tuple[str, bytes, bytes | None]:
+    """One instance: its id, record line and PNG bytes. A pure function of `job` (runs in workers)."""
+    name, difficulty, index, seed, overrides, images, optimal, size, time_limit = job
+    task = get_task(name)
+    id = instance_id(name, difficulty, index)
+    try:
+        inst = task.generate(difficulty, seed, id=id, optimal=optimal, time_limit=time_limit, **overrides)
+    except ValueError as e:  # a generator refusing its parameters (e.g. too many cities for the grid)
+        raise UsageError(f"{id}: {e}") from None
+    png = None
+    if images:
+        png, picture = task.picture(inst, size)
+        inst = replace(inst, image=image_name(inst.id), picture=picture)
+    return id, record_line(inst), png
+
+
+# -- running the jobs ---------------------------------------------------------------------------
+
+def _worker_init(parent: int) -> None:
+    """Pool workers die with the generating process (even on kill -9) and leave Ctrl-C to it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _run(jobs: list[tuple], workers: int, executor: str, ray_address: str | None,
+         ) -> Iterator[tuple[str, bytes, bytes | None]]:
+    """Results as they finish (their order does not matter: shards are written by index)."""
+    if executor == "ray":
+        yield from _run_ray(jobs, workers, ray_address)
+        return
+    if workers <= 1 or len(jobs) < 2:
+        yield from map(_build, jobs)
+        return
+    import multiprocessing
+
+    pool = multiprocessing.Pool(min(workers, len(jobs)), initializer=_worker_init, initargs=(os.getpid(),))
+    try:
+        yield from pool.imap_unordered(_build, jobs, chunksize=max(1, min(4, len(jobs) // (8 * workers))))
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _run_ray(jobs: list[tuple], workers: int, address: str | None) -> Iterator[tuple[str, bytes, bytes | None]]:
+    """The same jobs on a Ray cluster (`address`, else RAY_ADDRESS, else a local Ray started here),
+    through Ray's drop-in `multiprocessing.Pool`; workers = 0 uses every CPU of the cluster."""
+    try:
+        import ray
+        from ray.util.multiprocessing import Pool
+    except ImportError:
+        raise UsageError("--executor ray needs Ray: pip install 'ray[default]>=2.9' (with mmnp, on every machine "
+                         "of the cluster)") from None
+    started_here = not ray.is_initialized()
+    pool = Pool(processes=workers or None, ray_address=address)
+    try:
+        yield from pool.imap_unordered(_build, jobs, chunksize=1)
+    finally:
+        pool.terminate()
+        if started_here:
+            ray.shutdown()
+
+
+# -- the state of an unfinished run ----------------------------------------------------------------
+
+def _state_for(spec: GenerateSpec, part: tuple[int, int] | None) -> dict:
+    from mmnp import __version__
+
+    return {"arguments": spec.to_json(), "part": list(part) if part else None,
+            "task_versions": task_versions(spec.tasks), "ortools_version": ortools_version() if spec.optimal else None,
+            "mmnp_version": __version__}
+
+
+def _read_state(out: Path) -> dict | None:
+    """The unfinished run's state, None when there is none; refuses a file that is not ours."""
+    path = out / IN_PROGRESS
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        if path.is_symlink():
+            raise ValueError("a link")
+        state = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(state, dict) or not {"arguments", "part", "task_versions", "ortools_version"} <= set(state) \
+                or not isinstance(state["arguments"], dict) or not isinstance(state["task_versions"], dict) \
+                or not (state["part"] is None or (isinstance(state["part"], list) and len(state["part"]) == 2)):
+            raise ValueError("not the state mmnp generate writes")
+    except (OSError, ValueError) as e:
+        raise DataError(f"{path}: not the state of an unfinished `mmnp generate` run ({e}); it may come from an "
+                        "older mmnp: delete the folder, or choose another --out") from None
+    return state
+
+
+def _read_log(folder: Path, jobs: list[tuple], images: bool, notify: Notify | None = None,
+              repair: bool = True) -> dict[str, tuple[bytes, str]]:
+    """The finished instances a run's log holds for `jobs`: {id: (record line, PNG SHA-256 or -)}.
+    A torn last line (a kill mid-write) is cut; a line that does not belong to these jobs or whose
+    picture is missing or differs is dropped, and its instance generated again."""
+    path = folder / LOG
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    if raw and not raw.endswith(b"\n"):
+        raw = raw[: raw.rfind(b"\n") + 1]
+        if repair:
+            with open(path, "r+b") as f:
+                f.truncate(len(raw))
+    wanted = {_job_id(job): job for job in jobs}
+    finished, dropped = {}, 0
+    for number, entry in enumerate(raw.split(b"\n")[:-1], 1):
+        png, _, line = entry.partition(b" ")
+        try:
+            digest = digest_line(line, f"{path}:{number}")
+            job = wanted.get(digest.id)
+            inst = parse_line(line, digest)
+            png_text = png.decode()
+            if job is None or digest.seed != job[3] or (inst.image is not None) != images:
+                raise DataError("not one of this run's instances")
+            if images and hashlib.sha256((folder / image_name(digest.id)).read_bytes()).hexdigest() != png_text:
+                raise DataError("its picture differs")
+            if not images and png_text != NO_IMAGE:
+                raise DataError("a picture where the run makes none")
+        except (DataError, OSError, UnicodeDecodeError):
+            dropped += 1
+            continue
+        finished[digest.id] = (line, png_text)
+    if dropped and notify:
+        notify(f"{path}: {dropped} line(s) unreadable or not matching their picture; those instances are "
+               "generated again")
+    return finished
+
+
+class _Log:
+    """The run's log, appended one whole line per `os.write` (a kill leaves at most a torn last line)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.fd = os.open(folder / LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+
+    def add(self, line: bytes, png: str) -> None:
+        os.write(self.fd, png.encode() + b" " + line + b"\n")
+
+    def close(self) -> None:
+        os.fsync(self.fd)
+        os.close(self.fd)
+
+
+def _execute(out: Path, jobs: list[tuple], finished: dict[str, tuple[bytes, str]], *, workers: int,
+             executor: str, ray_address: str | None, progress: Progress | None) -> None:
+    """Generate every job not in `finished`, logging each as it completes (picture first)."""
+    todo = [job for job in jobs if _job_id(job) not in finished]
+    if progress:
+        progress(len(jobs) - len(todo), len(jobs))
+    if not todo:
+        return
+    log = _Log(out)
+    results = _run(todo, workers, executor, ray_address)
+    try:
+        for id, line, png in results:
+            digest = NO_IMAGE
+            if png is not None:
+                atomic_write(out / image_name(id), png)
+                digest = hashlib.sha256(png).hexdigest()
+            log.add(line, digest)
+            finished[id] = (line, digest)
+            if progress:
+                progress(len(finished), len(jobs))
+    finally:
+        results.close()  # stops and reaps the worker pool at once, also on Ctrl-C
+        log.close()
+
+
+def _finish(out: Path, spec: GenerateSpec, state: dict, finished: dict[str, tuple[bytes, str]]) -> dict:
+    """Shards from the log in index order, then the manifest; the log and state go last."""
+    for task, difficulty in spec.shards():
+        lines = [finished[instance_id(task, difficulty, i)][0] for i in range(spec.count)]
+        atomic_write(check_writable_inside(out, f"{task}/{difficulty}.jsonl"), b"\n".join(lines) + b"\n")
+    manifest = build_manifest(out, spec, spec.shards(), ortools=state["ortools_version"],
+                              versions=state["task_versions"])
+    atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    (out / LOG).unlink(missing_ok=True)
+    (out / IN_PROGRESS).unlink()
+    return manifest
+
+
+def _refuse_changed_versions(state: dict, spec: GenerateSpec, remaining: list[tuple], folder: Path) -> None:
+    """Finishing a run with other task or OR-Tools versions than it started with would mix two
+    kinds of instance or reference in one dataset."""
+    now = _state_for(spec, None)
+    changed = sorted({job[0] for job in remaining if state["task_versions"].get(job[0]) != now["task_versions"][job[0]]})
+    if changed:
+        then = ", ".join(f"{t} {state['task_versions'].get(t)}" for t in changed)
+        here = ", ".join(f"{t} {now['task_versions'][t]}" for t in changed)
+        raise DataError(f"{folder} was started with other task versions ({then}; this mmnp has {here}); finish it "
+                        "with the mmnp that started it, or start again with --overwrite")
+    if spec.optimal and remaining and state["ortools_version"] != now["ortools_version"]:
+        raise DataError(f"{folder} was started with OR-Tools {state['ortools_version']}, this is "
+                        f"{now['ortools_version']}; exact references differ between versions: finish it with "
+                        "the same OR-Tools, or start again with --overwrite")
+
+
+# -- one run ------------------------------------------------------------------------------------
+
+def generate_dataset(
+    out: str | Path,
+    spec: GenerateSpec,
+    *,
+    workers: int = 1,
+    overwrite: bool = False,
+    progress: Progress | None = None,
+    notify: Notify | None = None,
+    part: tuple[int, int] | None = None,
+    executor: str = "process",
+    ray_address: str | None = None,
+) -> dict:
+    """Write the dataset described by `spec` to `out` and return its manifest (for a `part`
+    K of N: write that part's instances for `merge_parts`, and return {"part", "instances",
+    "arguments"}).
+
+    Rerunning the same spec into the folder of an interrupted run finishes it, keeping every
+    instance already finished; on a finished folder it checks every record and picture and
+    regenerates only the damaged instances (telling `notify` what was wrong), else leaves it as
+    it is. `overwrite` removes only the files the folder's own mmnp manifest or log lists and
+    that still hold what it says. Two runs on one folder are refused (the folder's lock)."""
+    out = Path(out)
+    if executor not in EXECUTORS:
+        raise UsageError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    _refuse_foreign(out)
+    with FolderLock(out, option="--out", remove=True):
+        _remove_stale_temporaries(out, spec)
+        state = _read_state(out)
+        if overwrite:
+            _remove_generated(out, state, notify)
+            state = None
+        _refuse_foreign_files(out, spec, part, state)
+        wanted = _state_for(spec, part)
+        salvaged = None
+        if state is not None:
+            if (state["arguments"], state["part"]) != (wanted["arguments"], wanted["part"]):
+                raise UsageError(f"{out} holds an unfinished generation of a different "
+                                 f"{'part or ' if part or state['part'] else ''}dataset; rerun its own command to "
+                                 "finish it, pass --overwrite to replace it, or choose another --out")
+        elif (out / MANIFEST).exists():
+            manifest = _read_json(out / MANIFEST)
+            if part is not None:
+                raise UsageError(f"{out} holds a finished dataset; a part (--shard) is written to a folder of its own")
+            if not isinstance(manifest, dict) or manifest.get("arguments") != spec.to_json():
+                raise UsageError(f"{out} is not empty and holds a different dataset; pass --overwrite "
+                                 "to replace it, or choose another --out")
+            salvaged = _salvage(out, manifest, spec, notify)
+            if salvaged is None:
+                return manifest
+        jobs = jobs_of(spec, part)
+        if state is None:
+            state = wanted
+            if salvaged:  # the kept instances' versions: finishing with others would mix two kinds
+                state = {**wanted, "task_versions": manifest["task_versions"],
+                         "ortools_version": manifest["ortools_version"]}
+            atomic_write(out / IN_PROGRESS, json.dumps(state, indent=1))
+            atomic_write(out / LOG, b"".join(png.encode() + b" " + line + b"\n"
+                                             for line, png in (salvaged or {}).values()))
+        finished = _read_log(out, jobs, spec.images, notify)
+        remaining = [job for job in jobs if _job_id(job) not in finished]
+        _refuse_changed_versions(state, spec, remaining, out)
+        if finished and remaining and salvaged is None and notify:
+            notify(f"resuming: {len(finished)} of {len(jobs)} instances already finished")
+        _execute(out, jobs, finished, workers=workers, executor=executor, ray_address=ray_address, progress=progress)
+        if part is not None:
+            return {"part": list(part), "instances": len(jobs), "arguments": spec.to_json()}
+        return _finish(out, spec, state, finished)
+
+
+def merge_parts(out: str | Path, parts: list[str | Path], *, notify: Notify | None = None,
+                progress: Progress | None = None) -> dict:
+    """One dataset from the finished parts 1..N of a `--shard K/N` generation: the same bytes and
+    hashes as one run. Every part is checked (its instances are those its K/N names, its pictures
+    match its log) and must be complete; the parts' folders are locked while they are read."""
+    out = Path(out)
+    folders = [Path(p) for p in parts]
+    if not folders:
+        raise UsageError("give the part folders to merge: mmnp merge PART... --out OUT")
+    with ExitStack() as locks:
+        states = []
+        for folder in folders:
+            if not folder.is_dir():
+                raise DataError(f"{folder}: no such folder (a part written by `mmnp generate --shard K/N`)")
+            locks.enter_context(FolderLock(folder, option="--out", remove=True))
+            state = _read_state(folder)
+            if state is None or not state["part"]:
+                raise DataError(f"{folder}: not a part of a generation (it has no {IN_PROGRESS} with a --shard K/N)")
+            states.append(state)
+        first = states[0]
+        for folder, state in zip(folders, states):
+            for key in ("arguments", "task_versions", "ortools_version"):
+                if state[key] != first[key]:
+                    raise DataError(f"{folder}: its {key} differ from {folders[0]}'s; these parts are not of "
+                                    "one generation")
+            if state["part"][1] != first["part"][1]:
+                raise DataError(f"{folder} is part {state['part'][0]}/{state['part'][1]}, {folders[0]} is part "
+                                f"{first['part'][0]}/{first['part'][1]}: parts of different splits")
+        n = first["part"][1]
+        given: dict[int, Path] = {}
+        for folder, state in zip(folders, states):
+            k = state["part"][0]
+            if k in given:
+                raise UsageError(f"part {k}/{n} is given twice ({given[k]} and {folder})")
+            given[k] = folder
+        if missing := [f"{k}/{n}" for k in range(1, n + 1) if k not in given]:
+            raise UsageError(f"missing part(s) {', '.join(missing)}: generate them with --shard, then merge all {n}")
+        spec = GenerateSpec.from_json(first["arguments"])
+        finished: dict[str, tuple[bytes, str]] = {}
+        sources: dict[str, Path] = {}
+        for k, folder in sorted(given.items()):
+            jobs = jobs_of(spec, (k, n))
+            found = _read_log(folder, jobs, spec.images, notify, repair=False)
+            if len(found) < len(jobs):
+                raise DataError(f"{folder}: part {k}/{n} is unfinished ({len(found)} of {len(jobs)} instances); "
+                                f"rerun its `mmnp generate ... --shard {k}/{n} --out {folder}` command, then merge")
+            finished.update(found)
+            sources.update({id: folder for id in found})
+        _refuse_foreign(out)
+        with FolderLock(out, option="--out", remove=True):
+            _remove_stale_temporaries(out, spec)
+            state = {**first, "part": None}
+            if _read_state(out) != state and any(entry.name != FolderLock.NAME for entry in out.iterdir()):
+                raise UsageError(f"--out {out} is not empty; merge into a new folder")
+            atomic_write(out / IN_PROGRESS, json.dumps(state, indent=1))  # a killed merge is rerun
+            ordered = [_job_id(job) for job in jobs_of(spec)]
+            for done, id in enumerate(ordered, 1):
+                if finished[id][1] != NO_IMAGE:
+                    atomic_write(check_writable_inside(out, image_name(id)), (sources[id] / image_name(id)).read_bytes())
+                if progress:
+                    progress(done, len(ordered))
+            atomic_write(out / LOG, b"".join(finished[id][1].encode() + b" " + finished[id][0] + b"\n"
+                                             for id in ordered))  # now an unfinished run `generate` could finish
+            return _finish(out, spec, state, finished)
+
+
+# -- a finished folder: damage, containment ------------------------------------------------------
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | None,
+             ) -> dict[str, tuple[bytes, str]] | None:
+    """None when the finished dataset in `out` is intact (every record and picture as its
+    manifest lists them, and the manifest consistent); else its intact instances, to be kept
+    while the damaged ones are generated again. Damage is blamed on its shard, and only there."""
+    say = notify or (lambda message: None)
+    try:
+        validate_manifest(manifest, str(out / MANIFEST))
+        consistent = rows_hashes(manifest) == (manifest["benchmark_hash"], manifest["references_hash"])
+    except DataError as e:
+        say(f"damaged: {e}; regenerating every instance")
+        return {}
+    if not consistent:
+        say(f"damaged: {out / MANIFEST}: its hashes are not those its records block derives; "
+            "regenerating every instance")
+        return {}
+    kept: dict[str, tuple[bytes, str]] = {}
+    intact = True
+    for task, difficulty in spec.shards():
+        rel = f"{task}/{difficulty}.jsonl"
+        rows = {text.split(" ", 1)[0]: text for text in manifest["records"].get(rel, [])}
+        problem, good = _salvage_shard(out, rel, rows, spec)
+        kept.update(good)
+        if problem:
+            intact = False
+            say(f"damaged: {problem}; regenerating {spec.count - len(good)} instance(s) of {task}/{difficulty}")
+    return None if intact else kept
+
+
+def _salvage_shard(out: Path, rel: str, rows: dict[str, str], spec: GenerateSpec,
+                   ) -> tuple[str | None, dict[str, tuple[bytes, str]]]:
+    """(the first damage found in one shard or its pictures, its intact instances)."""
+    file = out / rel
+    try:
+        raw = file.read_bytes()
+    except OSError as e:
+        return f"{file}: {'missing' if isinstance(e, FileNotFoundError) else e.strerror}", {}
+    good: dict[str, tuple[bytes, str]] = {}
+    problem = None
+    task, difficulty = rel[:-len(".jsonl")].split("/")
+    lines = raw.split(b"\n")
+    for number, line in enumerate(lines[:-1] if not lines[-1] else lines, 1):
+        where = f"{file}:{number}"
+        try:
+            digest = digest_line(line, where)
+            png = rows.get(digest.id, "").rpartition(" ")[2]
+            if (digest.task, digest.difficulty) != (task, difficulty) or digest.id in good \
+                    or digest.index >= spec.count or digest.seed != instance_seed(spec.seed, digest.index):
+                raise DataError(f"{where}: {digest.id} does not belong there")
+            if rows.get(digest.id) is None or rows[digest.id].split(" ")[1:3] != [digest.record, digest.reference]:
+                raise DataError(f"{where}: record {digest.id} differs from the one generated")
+            parse_line(line, digest)
+            if png != NO_IMAGE:
+                picture = out / image_name(digest.id)
+                try:
+                    same = hashlib.sha256(picture.read_bytes()).hexdigest() == png
+                except OSError:
+                    raise DataError(f"{picture}: missing (the record of {digest.id} names it)") from None
+                if not same:
+                    raise DataError(f"{picture}: the picture of {digest.id} differs from the one generated")
+        except DataError as e:
+            problem = problem or str(e)
+            continue
+        good[digest.id] = (line, png)
+    if not problem and (len(good) != spec.count or not raw.endswith(b"\n")):
+        problem = f"{file}: holds {len(good)} records, the dataset has {spec.count}"
+    return problem, good
+
+
+def _refuse_foreign(out: Path) -> None:
+    """Before taking a folder's lock: refuse a file, and a folder of someone else's files
+    (nothing of mmnp's there: no manifest, no unfinished run)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a folder; choose a folder")
+    if not out.is_dir():
+        return
+    entries = {entry.name for entry in out.iterdir()}
+    if entries - {FolderLock.NAME} and not entries & {MANIFEST, IN_PROGRESS, LOG}:
+        raise UsageError(f"{out} holds files that `mmnp generate` did not write; refusing to use or delete "
+                         "them, choose an empty --out")
+
+
+def _refuse_foreign_files(out: Path, spec: GenerateSpec, part: tuple[int, int] | None, state: dict | None) -> None:
+    """Nothing of someone else's may lie where this run will write (mmnp replaces only its own
+    files), and no link may take a write outside the folder."""
+    for task in spec.tasks:
+        check_writable_inside(out, f"{task}/images")
+    if state is not None or (out / MANIFEST).exists():
+        return  # its own files: resumed, checked or repaired
+    for job in jobs_of(spec, part):
+        id = _job_id(job)
+        for rel in (f"{job[0]}/{job[1]}.jsonl", image_name(id)):
+            if (out / rel).exists() or (out / rel).is_symlink():
+                raise UsageError(f"{out / rel} exists and is not listed by an mmnp manifest here; mmnp never "
+                                 "replaces files it did not write: move it away, or choose another --out")
+
+
+def _remove_stale_temporaries(out: Path, spec: GenerateSpec) -> None:
+    """The temporaries of files generation writes, under the lock (so their writers are gone)."""
+    remove_temporaries(out, lambda name: name in (MANIFEST, IN_PROGRESS, LOG))
+    manifest = _read_json(out / MANIFEST)
+    tasks = set(spec.tasks) | set((manifest or {}).get("counts", {}) if isinstance(manifest, dict) else {})
+    for task in filter(is_name, tasks):
+        remove_temporaries(out / task, lambda name: name.endswith(".jsonl"))
+        remove_temporaries(out / task / "images", lambda name: name.endswith(".png"))
+
+
+def _remove_generated(out: Path, state: dict | None, notify: Notify | None) -> None:
+    """--overwrite: delete what this folder's own generation wrote and nothing else. A file is
+    deleted only when the folder's mmnp manifest (or unfinished run's log) lists it, it is a plain
+    file reached without a link, and it still holds what was listed (shards record by record,
+    pictures by SHA-256). Anything else stays, and is named."""
+    listed: dict[str, Callable[[bytes], bool]] = {}
+    manifest_file = out / MANIFEST
+    genuine = False
+    if manifest_file.is_file() and not manifest_file.is_symlink():
+        manifest = _read_json(manifest_file)
+        try:
+            validate_manifest(manifest, str(manifest_file))
+            genuine = True
+        except DataError:
+            genuine = _listed_by_format2(manifest, listed)
+        else:
+            for rel, rows in manifest["records"].items():
+                listed[rel] = _shard_matches(set(rows), rel)
+                for text in rows:
+                    id, png = text.split(" ")[0], text.split(" ")[3]
+                    if png != NO_IMAGE:
+                        listed[image_name(id)] = _png_matches(png)
+    if state is not None:
+        genuine = True
+        log = out / LOG
+        logged: set[bytes] = set()
+        if log.is_file() and not log.is_symlink():
+            for entry in log.read_bytes().split(b"\n"):
+                png, _, line = entry.partition(b" ")
+                try:
+                    digest = digest_line(line, str(log))
+                except DataError:
+                    continue
+                logged.add(line)
+                if png != NO_IMAGE.encode():
+                    listed[image_name(digest.id)] = _png_matches(png.decode())
+        arguments = state["arguments"]
+        for task in filter(is_name, arguments.get("tasks", [])):  # shards a run killed while finishing wrote
+            for difficulty in filter(is_name, arguments.get("difficulties", [])):
+                listed.setdefault(f"{task}/{difficulty}.jsonl",
+                                  lambda raw: bool(raw) and set(raw.split(b"\n")[:-1]) <= logged)
+    if not genuine:
+        if any(entry.name != FolderLock.NAME for entry in out.iterdir()):
+            raise UsageError(f"{out}: its {MANIFEST} is not one `mmnp generate` wrote, so nothing there is known to be "
+                             "mmnp's; refusing to delete anything: choose an empty --out")
+        return
+    kept = []
+    for rel, matches in listed.items():
+        path = inside(out, rel)
+        if path is None or not path.exists():
+            if path is None:
+                kept.append(f"{out / rel} (reached through a link)")
+            continue
+        if path.is_file() and matches(path.read_bytes()):
+            path.unlink()
+        else:
+            kept.append(f"{path} (not what the manifest lists)")
+    for rel in sorted({str(Path(r).parent) for r in listed}, key=len, reverse=True):
+        folder = inside(out, rel)
+        if folder is not None and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    for name in (LOG, IN_PROGRESS, MANIFEST):
+        if (out / name).is_file() and not (out / name).is_symlink():
+            (out / name).unlink()
+    if kept and notify:
+        notify(f"--overwrite kept {len(kept)} file(s) mmnp cannot tell are its own: {'; '.join(kept[:3])}"
+               + (" ..." if len(kept) > 3 else ""))
+
+
+def _shard_matches(rows: set[str], rel: str) -> Callable[[bytes], bool]:
+    def matches(raw: bytes) -> bool:
+        try:
+            return {f"{d.id} {d.record} {d.reference}" for _, d in lines_of(raw, rel)} == \
+                {text.rsplit(" ", 1)[0] for text in rows}
+        except DataError:
+            return False
+    return matches
+
+
+def _png_matches(digest: str) -> Callable[[bytes], bool]:
+    return lambda raw: hashlib.sha256(raw).hexdigest()[:len(digest)] == digest and len(digest) >= 32
+
+
+def _listed_by_format2(manifest: Any, listed: dict[str, Callable[[bytes], bool]]) -> bool:
+    """A manifest written by mmnp before format 3 (`records`: "id line-sha256 reference-sha256
+    png-sha256", 32 hex each): what it lists, so --overwrite can replace an old dataset."""
+    if not isinstance(manifest, dict) or manifest.get("format_version") != 2 \
+            or not isinstance(manifest.get("records"), dict):
+        return False
+    for rel, rows in manifest["records"].items():
+        if not isinstance(rows, list) or not all(isinstance(r, str) and len(r.split(" ")) == 4 for r in rows):
+            return False
+        try:
+            task, difficulty, _ = parse_instance_id(rows[0].split(" ")[0]) if rows else (None, None, 0)
+        except UsageError:
+            return False
+        if rows and rel != f"{task}/{difficulty}.jsonl":
+            return False
+        lines = [r.split(" ")[1] for r in rows]
+        listed[rel] = lambda raw, lines=lines: [hashlib.sha256(line).hexdigest()[:32]
+                                                 for line in raw.split(b"\n")[:-1]] == lines
+        for text in rows:
+            id, png = text.split(" ")[0], text.split(" ")[3]
+            if png != NO_IMAGE:
+                try:
+                    listed[image_name(id)] = _png_matches(png)
+                except UsageError:
+                    return False
+    return True
