@@ -14,7 +14,7 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table, table_box_height
 
-VERSION = 1  # bump when this task's instances, prompts or picture change (manifests record it)
+VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 FAMILIES = ("weak", "strong", "inverse_strong", "spanner", "profit_ceiling")
 SPANNER_ITEMS, SPANNER_MULTIPLIER = 2, 10  # Pisinger's spanner(2, 10)

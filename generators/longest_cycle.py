@@ -11,7 +11,7 @@ from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marke
 from mmnp.prompting import answer_instructions
 from mmnp.render import BLUE, Canvas
 
-VERSION = 1  # bump when this task's instances, prompts or picture change (manifests record it)
+VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, GREEN, GREY, LIGHT_GREY
                          class_colour, draw_table, table_height, text_width)
 from mmnp.generators.meetings import hhmm, minutes
 
-VERSION = 1  # bump when this task's instances, prompts or picture change (manifests record it)
+VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lea"]
 SLOT = 30  # minutes: durations, availability and planted starts are multiples of it

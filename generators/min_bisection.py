@@ -11,7 +11,7 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas, class_colour
 
-VERSION = 1  # bump when this task's instances, prompts or picture change (manifests record it)
+VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 
 @dataclass(frozen=True)

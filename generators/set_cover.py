@@ -11,7 +11,7 @@ from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, HIGHLIGHT, LIGHT_GREY, MIN_FONT, RED, Canvas,
                          draw_panel, text_panel)
 
-VERSION = 1  # bump when this task's instances, prompts or picture change (manifests record it)
+VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 MIN_CELL = 21.5  # px at the default size: the smallest incidence cell whose element number stays legible
 

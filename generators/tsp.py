@@ -12,7 +12,7 @@ from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, BLUE, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
                          draw_table, table_height)
 
-VERSION = 1  # bump when this task's instances, prompts or picture change (manifests record it)
+VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 
 @dataclass(frozen=True)

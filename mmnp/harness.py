@@ -27,17 +27,17 @@ def cache_root() -> Path:
 
 
 def task_files(package: str, group: str, task_fields: Callable[[Task], dict[str, Any]],
-               template_fields: dict[str, Any] | None = None) -> dict[str, str]:
+               template_fields: dict[str, Any] | None = None, utils_lines: str = "") -> dict[str, str]:
     """The folder's files by name: `package`'s `_template_yaml` (updated with `template_fields`), a
     `utils.py` that re-exports `package.utils` (the templates' `!function utils.*` resolve beside
-    them), the group `group` (an unweighted mean over tasks: mmnp's macro mean) and `group_<task>`."""
+    them) followed by `utils_lines`, the group `group` (an unweighted mean over tasks: mmnp's macro mean) and `group_<task>`."""
     here = Path(importlib.import_module(package).__file__).parent
     template = (here / "_template_yaml").read_text()
     for key, value in (template_fields or {}).items():
         template += f"{key}: {json.dumps(value)}\n"  # JSON is YAML
     names = [f"{group}_{task.name}" for task in list_tasks()]
     mean = [{"metric": m, "aggregation": "mean", "weight_by_size": False} for m in ("sr", "qr")]
-    files = {"_template_yaml": template, "utils.py": f"from {package}.utils import *  # noqa: F401,F403\n",
+    files = {"_template_yaml": template, "utils.py": f"from {package}.utils import *  # noqa: F401,F403\n{utils_lines}",
              f"{group}.yaml": yaml.safe_dump({"group": group, "task": names, "aggregate_metric_list": mean,
                                               "metadata": {"version": 1.0}}, sort_keys=False)}
     for name, task in zip(names, list_tasks()):
