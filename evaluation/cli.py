@@ -297,9 +297,8 @@ def leaderboard(
     stderr: bool = typer.Option(False, "--stderr", help="Show standard errors (md/csv: 52.3 ± 4.1)."),
 ) -> None:
     """The NP-Bench leaderboard (category SR/QR, Overall) plus pass@k and diversity, one table per dataset."""
-    from mmnp.evaluation.leaderboard import leaderboard_command_impl
+    from mmnp.evaluation.leaderboard import make_leaderboard
 
-    text = leaderboard_command_impl(paths, format, out, modality, browser_samples, mix_datasets, include_incomplete,
-                                    stderr)
+    text = make_leaderboard(paths, format, out, modality, browser_samples, mix_datasets, include_incomplete, stderr)
     if text is not None:
         out_console.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -31,9 +31,9 @@ from mmnp.dataset import atomic_write
 from mmnp.errors import DataError, RunError, UsageError
 from mmnp.evaluation.backend import (MESSAGES_TEMPLATE, Backend, Completion, Request, Sampling, backend_class,
                                     split_model)
-from mmnp.evaluation.delivery import Delivery, summary
+from mmnp.evaluation.delivery import FAILED, PASSED, Delivery, image_probe_block
 from mmnp.evaluation.metrics import aggregate, instance_metrics
-from mmnp.evaluation.schema import PROBE, RESULTS, Results
+from mmnp.evaluation.schema import PROBE, RESULTS, ImageProbe, ProbeGroup, ProbeMetrics, Results
 from mmnp.records import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
 from mmnp.registry import get_task, list_tasks
 from mmnp.transcribe import probe_prompt
@@ -419,7 +419,7 @@ def _previous_encoding(out: Path) -> dict | None:
     except (OSError, ValueError, AttributeError):
         return None
     encoding = previous.get("encoding") if isinstance(previous, dict) else None
-    return encoding if isinstance(encoding, dict) and encoding.get("status") in ("passed", "failed") else None
+    return encoding if isinstance(encoding, dict) and encoding.get("status") in (PASSED, FAILED) else None
 
 
 def _image_modalities(config: EvalConfig) -> list[tuple[str, int]]:
@@ -428,16 +428,16 @@ def _image_modalities(config: EvalConfig) -> list[tuple[str, int]]:
 
 
 def _delivery_summary(log: SampleLog, instances: list[Instance], config: EvalConfig, encoding: dict | None,
-                      backend: Backend | None) -> dict:
+                      backend: Backend | None) -> ImageProbe:
     """results.json's `image_probe` from the latest record of every image-bearing sample."""
     pictured = _image_modalities(config)
     if not pictured:
-        return summary([], encoding, False, None)
+        return image_probe_block([], encoding, False, None)
     records = [log.records.get(sample_key(inst.id, m, k)) for inst in instances for m, n in pictured for k in range(n)]
     if backend is None:  # --rescore: the backend the samples came from
         backend = backend_class(split_model(config.model)[0])
     in_process = None if callable(getattr(backend, "measure", None)) else config.model
-    return summary(records, encoding, True, in_process)
+    return image_probe_block(records, encoding, True, in_process)
 
 
 def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfig,
@@ -508,7 +508,7 @@ def _add_rounds(block: dict, log: SampleLog, instances: list[Instance], config: 
                            for r, agg in enumerate(per_round, 1)}
 
 
-def _probe_metrics(log: SampleLog, instances: list[Instance]) -> dict:
+def _probe_metrics(log: SampleLog, instances: list[Instance]) -> ProbeMetrics:
     """metrics["probe"]: recognition accuracy (share of exact transcriptions) and mean field F1,
     overall (mean over instances) and per task, over the instances with a successful probe sample."""
     by_task: dict[str, list[dict]] = {}
@@ -517,16 +517,19 @@ def _probe_metrics(log: SampleLog, instances: list[Instance]) -> dict:
         if record is not None and not record["failed"]:
             by_task.setdefault(inst.task, []).append(record)
 
-    def summary(records: list[dict]) -> dict:
+    def probe_group(records: list[dict]) -> ProbeGroup:
         f1 = [sum(r["field_f1"].values()) / len(r["field_f1"]) for r in records]
         return {"recognition_accuracy": sum(r["exact"] for r in records) / len(records),
                 "field_f1": sum(f1) / len(f1), "instances": len(records)}
 
     every = [r for records in by_task.values() for r in records]
-    return {"overall": summary(every), "tasks": {t: summary(rs) for t, rs in sorted(by_task.items())}} if every else {}
+    if not every:
+        return {}
+    return {"overall": probe_group(every), "tasks": {t: probe_group(rs) for t, rs in sorted(by_task.items())}}
 
 
-def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: float, log: SampleLog) -> dict:
+def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: float, log: SampleLog) -> Results:
+    """results.json's fields beside the scores: what was run, on what data, with which versions, at what cost."""
     from mmnp import __version__
 
     records = list(log.records.values())
