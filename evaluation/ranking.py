@@ -40,6 +40,8 @@ class Board:
     @classmethod
     def build(cls, runs: list[Run], problems: list[str] = (), modality: str | None = None,
               mix_datasets: bool = False, include_incomplete: bool = False) -> Board:
+        """Leave out incomplete runs (unless `include_incomplete`), rank the rest by dataset, and label
+        runs that share a model name with their folders."""
         left_out = list(problems)
         shown = []
         for run in runs:

@@ -75,10 +75,9 @@ def model_dir_name(model: str) -> str:
     return name
 
 
-def score(request_instance: Instance, modality: str, sample: int, completion: Completion,
+def score(inst: Instance, modality: str, sample: int, completion: Completion,
           messages_sha256: str | None = None) -> dict:
     """A sample's record: the response, its verdict and ratios, usage and failure."""
-    inst = request_instance
     task = get_task(inst.task)
     failed = completion.error is not None
     verdict = task.verify(inst, completion.text if not failed else "")
@@ -442,6 +441,8 @@ def _delivery_summary(log: SampleLog, instances: list[Instance], config: EvalCon
 
 def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfig,
                     kinds: dict[str, str] | None = None) -> Results:
+    """The scores of results.json from the log: per modality (and picture kind, and --rounds round),
+    the probe's block, and the counts that say whether the run is complete."""
     categories = {t.name: t.category for t in list_tasks()}
     by_modality = {}
     missing = failed = 0

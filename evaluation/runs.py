@@ -79,6 +79,8 @@ class Dataset:
 
 @dataclass
 class Run:
+    """One `mmnp eval` model folder whose results.json passed `check_results`."""
+
     model: str
     folder: Path
     results: dict

@@ -50,7 +50,8 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
-def _who(run: Run, name: str, m: str | None, mixed: bool) -> dict:
+def _row_start(run: Run, name: str, m: str | None, mixed: bool) -> dict:
+    """The cells that open a row: the model, its modality, and its dataset when datasets are mixed."""
     row = {"model": name}
     if m is not None:
         row["modality"] = m
@@ -64,7 +65,7 @@ def leaderboard_frame(ranking: Ranking, modality: str | None, se: str | None = N
     best Overall QR first."""
     ranked = []
     for run, m, metrics, name in rows(ranking, modality):
-        row = _who(run, name, m, ranking.dataset is None)
+        row = _row_start(run, name, m, ranking.dataset is None)
         for cat in CATEGORIES:
             c = metrics["categories"].get(cat)
             row.update(_cells(c, "sr", f"{cat} SR", se))
@@ -83,7 +84,7 @@ def detail_frame(ranking: Ranking, modality: str | None, scope: str, se: str | N
         groups = {"overall": {"overall": metrics["overall"]}, "task": metrics["tasks"],
                   "difficulty": metrics["difficulties"], "task_difficulty": metrics["task_difficulty"]}[scope]
         for key, g in groups.items():
-            records.append(_detail_row({**_who(run, name, m, ranking.dataset is None), scope: key}, g, se))
+            records.append(_detail_row({**_row_start(run, name, m, ranking.dataset is None), scope: key}, g, se))
     return _frame(records)
 
 
@@ -132,7 +133,7 @@ def kind_frame(ranking: Ranking, se: str | None = None) -> pd.DataFrame:
         if not image.get("picture_kinds"):
             continue
         for scope, total, split in _kind_scopes(image):
-            row = {**_who(run, name, None, ranking.dataset is None), "scope": scope}
+            row = {**_row_start(run, name, None, ranking.dataset is None), "scope": scope}
             row.update(_cells(total, "sr", "image SR", se))
             row.update(_cells(total, "qr", "image QR", se))
             for kind in order:
@@ -171,7 +172,7 @@ def level_frame(ranking: Ranking, modality: str | None, se: str | None = None) -
     records = []
     for task, levels in by_task.items():
         for run, m, metrics, name in rows(ranking, modality):
-            row = {"task": task, **_who(run, name, m, ranking.dataset is None)}
+            row = {"task": task, **_row_start(run, name, m, ranking.dataset is None)}
             for level in columns:
                 cell = metrics["task_difficulty"].get(f"{task}/{level}")
                 row.update(_cells(cell, "sr", f"{level} SR", se))
@@ -197,7 +198,7 @@ def probe_frame(ranking: Ranking, se: str | None = None) -> pd.DataFrame:
             pick = (lambda block: block.get("overall")) if task == "overall" else (
                 lambda block: (block.get("tasks") or {}).get(task))
             t, i, p = pick(text), pick(image), pick(probe)
-            row = {**_who(run, run.label + (f" ({run.incomplete()})" if run.incomplete() else ""), None,
+            row = {**_row_start(run, run.label + (f" ({run.incomplete()})" if run.incomplete() else ""), None,
                           ranking.dataset is None), "task": task}
             row.update(_cells(t, "sr", "text SR", se))
             row.update(_cells(t, "qr", "text QR", se))
@@ -219,7 +220,7 @@ def runs_frame(ranking: Ranking) -> pd.DataFrame:
         r = run.results
         config = r.get("config") if isinstance(r.get("config"), dict) else {}
         probe = r.get("image_probe") if isinstance(r.get("image_probe"), dict) else {}
-        records.append({**_who(run, run.label, None, ranking.dataset is None), "folder": str(run.folder),
+        records.append({**_row_start(run, run.label, None, ranking.dataset is None), "folder": str(run.folder),
                         "endpoint": run.endpoint(), "timestamp": text_of(r.get("timestamp")),
                         "mmnp": text_of(r.get("mmnp_version")), "samples": text_of(config.get("samples")),
                         "complete": run.incomplete() or "yes", "image delivery": run.delivery() if probe else ""})
@@ -279,7 +280,7 @@ def rounds_frame(ranking: Ranking, modality: str | None) -> pd.DataFrame:
             rounds = ((run.results["metrics"].get(m) or {}).get("overall") or {}).get("rounds")
             if not isinstance(rounds, dict):
                 continue
-            row = _who(run, run.label, m, ranking.dataset is None)
+            row = _row_start(run, run.label, m, ranking.dataset is None)
             for r in sorted(rounds, key=int):
                 row[f"SR round {r}"] = _pct(rounds[r].get("sr"))
                 row[f"QR round {r}"] = _pct(rounds[r].get("qr"))
@@ -288,6 +289,7 @@ def rounds_frame(ranking: Ranking, modality: str | None) -> pd.DataFrame:
 
 
 def markdown_board(board: Board, stderr: bool) -> str:
+    """The markdown report: what is not shown, then per ranking its heading, notes and tables."""
     parts = ["# MM-NP-Bench leaderboard\n"]
     if board.left_out:
         parts.append("Not shown:\n\n" + "".join(f"- {_md(line, 2 * CELL_CAP)}\n" for line in board.left_out))

@@ -18,7 +18,7 @@ its group:
     REGISTRY.problems()   # one line per entry point that is not offered (a name clash, a bad name)
 
 - Nothing is imported until it is used: names come from the built-in table and from the installed
-  distributions' metadata (`importlib.metadata`, read on the first call that needs it, ~20 ms).
+  distributions' metadata (`importlib.metadata`, read on the first call that needs it: ~10 ms with 120 distributions installed).
 - A plug-in that cannot be imported, or that `check` refuses, raises `PluginError`: one line naming
   the group, the name, the distribution and the error. Only that name's use fails; every other
   entry loads as before.
@@ -29,11 +29,19 @@ its group:
 
 Wiring another plug point (tasks, algorithms, rewards) is the same few lines: keep its table of
 built-ins, build a `Registry` over it with the group's name, list with `names()`, load with
-`load(name)` (its `check` raises TypeError or ValueError saying what the object lacks).
+`load(name)` (its `check` raises TypeError or ValueError saying what the object lacks). Loading a
+built-in name reads no metadata, so a hot path (`get_task("tsp")` in a reward worker) stays as
+fast as the table alone; only listing, or a name the table lacks, reads the entry points. E.g.:
+
+    ALGORITHMS = Registry("mmnp.algorithms", {n: f"mmnp.trainers.algorithms.{n}" for n in files},
+                          kind="algorithm")          # a target may be a module ("pkg.mod"): it is imported
+    REWARDS = Registry("mmnp.rewards", REWARD_TABLE, kind="reward", check=must_be_callable)
+    TASKS = Registry("mmnp.tasks", {}, kind="task", check=must_be_a_task)  # built-ins stay in mmnp/tasks.py
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from dataclasses import dataclass
@@ -67,6 +75,7 @@ class Entry:
     target: Any  # "module:attribute" (or "module"), or the object itself
     distribution: str | None = None  # the plug-in's distribution; None for mmnp's own entries
     version: str | None = None
+    kind: str = "entry"  # what the group holds, for messages: "backend", "task", ...
 
     @property
     def origin(self) -> str:
@@ -80,9 +89,8 @@ class Entry:
         return self.target if isinstance(self.target, str) else _qualified_name(self.target)
 
     def describe(self) -> str:
-        """How an error names the entry: group, name, distribution and target."""
-        source = f"from {self.distribution}" if self.distribution else "built into mmnp"
-        return f"{self.group} plug-in {self.name!r} ({source}, {self.where})"
+        """How a message names the entry: kind, name, origin (the distribution), target and group."""
+        return f"{self.kind} {self.name!r} ({self.origin}, {self.where}, group {self.group})"
 
 
 class Registry(Generic[T]):
@@ -99,17 +107,18 @@ class Registry(Generic[T]):
         read from the installed distributions' metadata once per sys.path."""
         path = tuple(sys.path)
         if self._scan is None or self._scan[0] != path:
-            self._scan = (path, *_read_entry_points(self.group))
+            self._scan = (path, *_read_entry_points(self.group, self.kind))
         return self._scan[1], self._scan[2]
 
     def entries(self) -> dict[str, Entry]:
         """Every usable name -> its Entry: the built-ins in table order, then plug-ins by name."""
-        out = {name: Entry(self.group, name, target) for name, target in self.builtin.items()}
+        out = {name: Entry(self.group, name, target, kind=self.kind) for name, target in self.builtin.items()}
         plugins, _ = self._plugins()
         out.update((name, e) for name, e in sorted(plugins.items()) if name not in out)
         return out
 
     def names(self) -> list[str]:
+        """Every usable name, in `entries()` order; imports nothing."""
         return list(self.entries())
 
     def problems(self) -> list[str]:
@@ -120,6 +129,10 @@ class Registry(Generic[T]):
         return list(refused.values()) + shadowed
 
     def entry(self, name: str) -> Entry:
+        """The Entry of `name` (nothing imported); `UnknownPluginError` or, for a clash, `PluginError`.
+        A built-in name is answered from the table alone: no metadata is read on that path."""
+        if name in self.builtin:
+            return Entry(self.group, name, self.builtin[name], kind=self.kind)
         entries = self.entries()
         if name not in entries:
             refused = self._plugins()[1]
@@ -141,12 +154,9 @@ class Registry(Generic[T]):
 def load_entry(entry: Entry, check: Callable[[str, Any], None] | None = None) -> Any:
     """Import `entry`'s target (or take the object) and run `check` on it; every failure is one
     `PluginError` line naming the entry and what to do."""
-    from importlib.metadata import EntryPoint
-
     fix = f"fix or uninstall {entry.distribution}" if entry.distribution else "this is a bug in mmnp"
     try:
-        obj = EntryPoint(entry.name, entry.target, entry.group).load() if isinstance(entry.target, str) \
-            else entry.target
+        obj = _import_target(entry.target) if isinstance(entry.target, str) else entry.target
     except Exception as e:  # whatever a plug-in's import raises: its own use fails, nothing else
         raise PluginError(f"{entry.describe()} cannot be imported: {_one_line(e)}; {fix}") from e
     if check is not None:
@@ -157,7 +167,7 @@ def load_entry(entry: Entry, check: Callable[[str, Any], None] | None = None) ->
     return obj
 
 
-def _read_entry_points(group: str) -> tuple[dict[str, Entry], dict[str, str]]:
+def _read_entry_points(group: str, kind: str) -> tuple[dict[str, Entry], dict[str, str]]:
     """(name -> Entry, name -> why it is not offered) of one group, from metadata only."""
     from importlib.metadata import entry_points
 
@@ -166,7 +176,7 @@ def _read_entry_points(group: str) -> tuple[dict[str, Entry], dict[str, str]]:
     for ep in entry_points(group=group):
         dist = getattr(ep, "dist", None)
         entry = Entry(group, ep.name, ep.value, getattr(dist, "name", None) or "an unnamed distribution",
-                      getattr(dist, "version", None))
+                      getattr(dist, "version", None), kind)
         if not NAME.fullmatch(ep.name):
             refused[ep.name] = f"{entry.describe()} is ignored: a name may hold only letters, digits, '_', '.' and '-'"
             continue
@@ -178,10 +188,19 @@ def _read_entry_points(group: str) -> tuple[dict[str, Entry], dict[str, str]]:
         if len(entries) == 1:
             offered[name] = entries[0]
         else:
-            refused[name] = (f"{group} plug-in {name!r} is offered by " + " and ".join(
+            refused[name] = (f"{kind} {name!r} (group {group}) is offered by " + " and ".join(
                 f"{e.distribution} ({e.target})" for e in sorted(entries, key=lambda e: e.distribution or ""))
                 + "; uninstall all but one to use it")
     return offered, refused
+
+
+def _import_target(target: str) -> Any:
+    """"module" or "module:attribute.path", as an entry point's value is loaded."""
+    module, _, attribute = target.partition(":")
+    obj = importlib.import_module(module.strip())
+    for part in filter(None, attribute.strip().split(".")):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _one_line(e: BaseException) -> str:

@@ -64,8 +64,8 @@ def test_a_broken_plug_in_fails_alone_with_one_line_naming_it(sites):
         registry.load("broken")
     line = str(caught.value)
     assert "\n" not in line
-    for part in ("mmnp.backends", "'broken'", "mmnp-broken-plugin", "RuntimeError: this plug-in is broken on purpose",
-                 "fix or uninstall mmnp-broken-plugin"):
+    for part in ("backend 'broken'", "plug-in mmnp-broken-plugin 0.2", "group mmnp.backends",
+                 "RuntimeError: this plug-in is broken on purpose", "fix or uninstall mmnp-broken-plugin"):
         assert part in line, line
     assert registry.load("own") is json.dumps and registry.load("reference").__name__ == "ReferenceBackend"
 
@@ -76,8 +76,8 @@ def test_check_refuses_what_the_group_cannot_use(sites):
             raise TypeError(f"{name} is not a function")
 
     registry = Registry("mmnp.backends", {}, kind="backend", check=must_be_a_function)
-    with pytest.raises(PluginError, match=r"'reference' \(from mmnp-reference-plugin.*is not usable: TypeError: "
-                                          r"reference is not a function"):
+    with pytest.raises(PluginError, match=r"backend 'reference' \(plug-in mmnp-reference-plugin 0.1.*is not usable: "
+                                          r"TypeError: reference is not a function"):
         registry.load("reference")
 
 
@@ -90,7 +90,8 @@ def test_clashes_are_reported_and_never_silently_resolved(tmp_path, monkeypatch)
     assert registry.names() == ["own"]
     assert registry.load("own") is __import__("json").dumps  # mmnp's own name wins over the plug-in's
     problems = registry.problems()
-    assert any("'dup' is offered by dist-a (json:loads) and dist-b (json:dumps)" in p for p in problems), problems
+    assert any("'dup' (group mmnp.tasks) is offered by dist-a (json:loads) and dist-b (json:dumps)" in p
+               for p in problems), problems
     assert any("'own'" in p and "mmnp's own task" in p for p in problems)
     assert any("'bad name!'" in p and "ignored" in p for p in problems)
     with pytest.raises(PluginError, match="uninstall all but one"):
@@ -142,12 +143,25 @@ def test_a_broken_plug_in_breaks_only_its_own_use(sites, tmp_path):
     errors = [line for line in used.output.splitlines() if line.strip()]
     assert len(errors) == 1 and "mmnp-broken-plugin" in errors[0] and "RuntimeError" in errors[0], used.output
     helped = runner.invoke(app, ["eval", "--model", "broken:", "--help"], terminal_width=200)
-    assert helped.exit_code == 0 and "broken: mmnp.backends plug-in 'broken'" in " ".join(helped.output.split())
+    assert helped.exit_code == 0 and "broken: backend 'broken' (plug-in mmnp-broken-plugin" in " ".join(
+        helped.output.split())
     for args in (["tasks"], ["backends"], ["backends", "solver"], ["eval", "--help"],
                  ["eval", "--model", "solver:heuristic", "--tasks", "knapsack", "--count", "1", "--output-path",
                   str(tmp_path)]):
         assert runner.invoke(app, args).exit_code == 0, args
     assert runner.invoke(app, ["backends", "broken"]).exit_code == 1
+
+
+def test_a_broken_built_in_backend_breaks_only_its_own_use(monkeypatch, tmp_path):
+    from mmnp.evaluation import backend
+
+    monkeypatch.setitem(backend.BACKENDS, "fragile", "mmnp.evaluation.no_such_backend:Backend")
+    used = runner.invoke(app, ["eval", "--model", "fragile:x", "--tasks", "knapsack", "--count", "1",
+                               "--output-path", str(tmp_path)])
+    assert used.exit_code == 1 and "backend 'fragile' (built-in" in used.output
+    assert "ModuleNotFoundError" in used.output and len(used.output.strip().splitlines()) == 1, used.output
+    listed = runner.invoke(app, ["backends"])
+    assert listed.exit_code == 0 and "fragile\tbuilt-in" in listed.stdout
 
 
 def _mmnp(args: list[str], pythonpath: list[Path]) -> subprocess.CompletedProcess:
