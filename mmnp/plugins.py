@@ -18,7 +18,8 @@ its group:
     REGISTRY.problems()   # one line per entry point that is not offered (a name clash, a bad name)
 
 - Nothing is imported until it is used: names come from the built-in table and from the installed
-  distributions' metadata (`importlib.metadata`, read on the first call that needs it: ~10 ms with 120 distributions installed).
+  distributions' metadata (`importlib.metadata`, read on the first call that needs it: ~10 ms with
+  120 distributions installed).
 - A plug-in that cannot be imported, or that `check` refuses, raises `PluginError`: one line naming
   the group, the name, the distribution and the error. Only that name's use fails; every other
   entry loads as before.
