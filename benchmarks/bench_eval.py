@@ -28,7 +28,7 @@ from mmnp.dataset import GenerateSpec, generate_dataset
 from mmnp.evaluation.backend import Completion, Request, Sampling
 from mmnp.evaluation.openai_backend import OpenAIBackend
 from mmnp.evaluation.runner import EvalConfig, evaluate
-from mmnp.evaluation.sources import load_instances
+from mmnp.dataset import select_instances
 from mmnp.registry import get_task
 
 
@@ -49,7 +49,8 @@ def overhead(instances: int, samples: int) -> dict:
         per_cell = max(1, instances // 30)
         generate_dataset(data, GenerateSpec(tasks=tuple(t for t in _all_tasks()), difficulties=("easy", "medium", "hard"),
                                             count=per_cell, seed=0, images=False, optimal=False))
-        insts, loader, dataset = load_instances(data, "all", ["easy", "medium", "hard"], 0, 0, None, False)
+        selection = select_instances("all", ["easy", "medium", "hard"], data=data)
+        insts, loader, dataset = selection.instances, selection.image, selection.identity
         config = EvalConfig("instant", ("text",), samples, Sampling())
         start = time.perf_counter()
         evaluate(InstantModel(), insts, config, Path(tmp) / "out", image_loader=loader, dataset=dataset)
@@ -131,7 +132,8 @@ def delivery_cost(per_cell: int) -> dict:
         data = Path(tmp) / "data"
         generate_dataset(data, GenerateSpec(tasks=tuple(_all_tasks()), difficulties=("easy",), count=per_cell, seed=0,
                                             optimal=False))
-        insts, loader, dataset = load_instances(data, "all", ["easy"], 0, 0, None, True)
+        selection = select_instances("all", ["easy"], data=data)
+        insts, loader, dataset = selection.instances, selection.image, selection.identity
         out = {}
         for skip in (True, False):
             with FakeOpenAI(oracle(insts), delay=0.02) as server:

@@ -1,10 +1,16 @@
 """What every model backend sees and returns, and the backend registry.
 
 A backend answers chat requests; the run loop (`mmnp.evaluation.runner`) owns resuming,
-verification and logging. `--model NAME:TARGET` picks a backend by name from `BACKENDS`, a
-lazy name -> "module:Class" table (importing mmnp imports no backend's dependencies), and
-`--model-args k=v,...` fills the class's `Options` dataclass. Adding a backend is one file
-with a class (`Options`, `__init__(target, options)`, `run`) plus one `register_backend` line.
+verification and logging. `--model NAME:TARGET` picks a backend by name from `REGISTRY`
+(`mmnp.plugins.Registry`): the built-in table `BACKENDS` (name -> "module:Class", imported only
+when that backend is used) joined with the `mmnp.backends` entry points of installed plug-in
+packages. `--model-args k=v,...` fills the class's `Options` dataclass.
+
+A backend is one class: `Options` (a dataclass whose fields are `option(...)`s, each with its
+help), `__init__(target, options)`, `run(requests, sampling, emit)`, and `self_test` (how the
+registry-driven conformance suite, tests/test_backends.py, runs it on a CPU machine without
+network, or why it cannot). Adding one is that file plus `register_backend(name, "module:Class")`,
+or, from a separate package, an entry point `NAME = "module:Class"` in the group `mmnp.backends`.
 """
 
 from __future__ import annotations
@@ -12,21 +18,23 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
-import importlib
 import json
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from mmnp.core import Instance
 from mmnp.errors import RunError, UsageError
+from mmnp.plugins import Registry, UnknownPluginError
 from mmnp.records import sample_key
 
-BACKENDS: dict[str, str] = {
+BACKENDS: dict[str, str | type] = {
     "solver": "mmnp.evaluation.solver_backend:SolverBackend",
     "openai": "mmnp.evaluation.openai_backend:OpenAIBackend",
     "hf": "mmnp.evaluation.hf_backend:HFBackend",
     "vllm": "mmnp.evaluation.vllm_backend:VLLMBackend",
 }
+EXAMPLES = "e.g. solver:heuristic, openai:gpt-4o-mini, hf:/path/to/model"
 
 # How a sample's messages are rebuilt from the dataset (its `messages_sha256` is over their JSON).
 MESSAGES_TEMPLATE = ("mmnp-chat-1: [system message] + one user message whose content is [the instance PNG as an "
@@ -35,20 +43,51 @@ MESSAGES_TEMPLATE = ("mmnp-chat-1: [system message] + one user message whose con
                      "ensure_ascii=False); backend options such as image_detail are in config.model_args")
 
 
+@dataclass(frozen=True)
+class SelfTest:
+    """How the conformance suite (tests/test_backends.py) runs a backend on a CPU machine with no
+    network: `--model NAME:TARGET --model-args MODEL_ARGS`, where "{tiny_text_model}" stands for the
+    path of a tiny local transformers model the suite builds and "{openai_base_url}" for the URL
+    of the suite's fake OpenAI-compatible server. `requires`: modules that must be importable, or
+    "cuda" for a GPU; without them the suite skips the backend, saying which is missing. `skip`:
+    why the backend can never run there (the suite reports it as a skip)."""
+
+    target: str = ""
+    model_args: dict[str, Any] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+    skip: str | None = None
+
+
+def _check_backend(name: str, cls: Any) -> None:
+    """What `--model NAME:...` needs of a registered backend (a TypeError says what it lacks)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"expected a backend class, got {type(cls).__name__}")
+    if not dataclasses.is_dataclass(getattr(cls, "Options", None)):
+        raise TypeError(f"{cls.__name__}.Options must be a dataclass of its --model-args")
+    if not callable(getattr(cls, "run", None)):
+        raise TypeError(f"{cls.__name__} has no run(requests, sampling, emit) method")
+
+
+REGISTRY: Registry[type] = Registry("mmnp.backends", BACKENDS, kind="backend", check=_check_backend)
+
+
 def register_backend(name: str, target: str | type) -> None:
     """Make `--model NAME:...` use `target` (a class or a lazy "module:Class")."""
     BACKENDS[name] = target
 
 
+def backend_names() -> list[str]:
+    """Every backend's name (built-in, registered, plug-in) without importing any backend."""
+    return REGISTRY.names()
+
+
 def backend_class(name: str) -> type:
-    target = BACKENDS.get(name)
-    if target is None:
-        raise UsageError(f"--model: unknown backend {name!r}; use one of {', '.join(BACKENDS)} "
-                         "(e.g. solver:heuristic, openai:gpt-4o-mini, hf:/path/to/model)")
-    if isinstance(target, str):
-        module, _, cls = target.partition(":")
-        target = getattr(importlib.import_module(module), cls)
-    return target
+    """The backend class `name`, imported now; a broken plug-in fails here, naming itself."""
+    try:
+        return REGISTRY.load(name)
+    except UnknownPluginError:
+        raise UnknownPluginError(f"--model: unknown backend {name!r}; use one of {', '.join(backend_names())} "
+                                 f"({EXAMPLES}; `mmnp backends` lists them)") from None
 
 
 @dataclass(frozen=True)
@@ -137,14 +176,37 @@ class EndpointError(RunError):
 
 
 def option(default: Any, help: str, sample: bool = False) -> Any:
-    """An `Options` field: `help` is shown by `mmnp eval --help`; `sample=True` marks options that
-    change what a sample is (they are checked on resume)."""
+    """An `Options` field: `help` is shown by `mmnp backends NAME` (and `mmnp eval --model NAME: --help`);
+    `sample=True` marks options that change what a sample is (they are checked on resume)."""
     return field(default=default, metadata={"help": help, "sample": sample})
 
 
-def options_help(cls: type) -> list[tuple[str, str, str]]:
-    """(name, type and default, help) of a backend's options."""
-    return [(f.name, f"{f.type}={f.default!r}", f.metadata.get("help", "")) for f in dataclasses.fields(cls.Options)]
+@dataclass(frozen=True)
+class OptionDoc:
+    """One --model-args option of a backend, as `mmnp backends NAME` shows it."""
+
+    name: str
+    type: str
+    default: Any
+    help: str
+    sample: bool  # changes what a sample is (checked on resume)
+    required: bool  # no default: --model-args must give it
+
+
+def option_docs(cls: type) -> list[OptionDoc]:
+    """A backend's --model-args options, in declaration order."""
+    return [OptionDoc(f.name, _type_name(f), None if f.default is dataclasses.MISSING else f.default,
+                      f.metadata.get("help", ""), bool(f.metadata.get("sample")), f.default is dataclasses.MISSING
+                      and f.default_factory is dataclasses.MISSING)
+            for f in dataclasses.fields(cls.Options)]
+
+
+def _type_name(f: dataclasses.Field) -> str:
+    """A field's annotation as text, whether or not its module postpones annotations."""
+    if isinstance(f.type, str):
+        return f.type
+    plain = isinstance(f.type, type) and typing.get_origin(f.type) is None
+    return f.type.__name__ if plain else str(f.type).replace("typing.", "")
 
 
 def build_options(name: str, model_args: dict[str, Any], flags: dict[str, Any] | None = None):
@@ -159,8 +221,8 @@ def build_options(name: str, model_args: dict[str, Any], flags: dict[str, Any] |
             if key not in fields:
                 where = f"--{key.replace('_', '-')}" if source == "flag" else f"--model-args {key}"
                 raise UsageError(f"{where}: the {name} backend has no such option; its options are "
-                                 f"{', '.join(fields) or 'none'} (see mmnp eval --help)")
-            values[key] = _convert(value, fields[key].type, f"{source} {key}")
+                                 f"{', '.join(fields) or 'none'} (see mmnp backends {name})")
+            values[key] = _convert(value, _type_name(fields[key]), f"{source} {key}")
     return cls.Options(**values)
 
 
@@ -179,8 +241,8 @@ def make_backend(model: str, model_args: dict[str, Any] | None = None, **flags: 
 def split_model(model: str) -> tuple[str, str]:
     name, sep, target = model.partition(":")
     if not sep or not target:
-        raise UsageError(f"--model {model!r}: expected NAME:TARGET with NAME one of {', '.join(BACKENDS)} "
-                         "(e.g. solver:heuristic, openai:gpt-4o-mini, hf:/path/to/model)")
+        raise UsageError(f"--model {model!r}: expected NAME:TARGET with NAME one of {', '.join(backend_names())} "
+                         f"({EXAMPLES})")
     return name, target
 
 

@@ -1,37 +1,67 @@
-"""`mmnp eval` and `mmnp leaderboard`: the evaluation layer's commands."""
+"""`mmnp eval`, `mmnp backends` and `mmnp leaderboard`: the evaluation layer's commands.
+
+Importing this module imports no backend: `mmnp eval --help` lists the backends' names when help
+is shown (from the registry's table and the installed plug-ins' metadata), and imports one
+backend, for its --model-args, only when `--model NAME:` names it.
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
+from rich.markup import escape
+from rich.table import Table
 
-from mmnp.clikit import console, out_console, progress_bar, split_list, user_errors
+from mmnp.clikit import console, lazy_epilog, option_value, out_console, progress_bar, split_list, user_errors
+
+if TYPE_CHECKING:
+    from mmnp.dataset import Selection
+    from mmnp.evaluation.backend import Backend
+    from mmnp.evaluation.runner import EvalConfig
+    from mmnp.evaluation.schema import Results
 
 app = typer.Typer()
 
 
-def _backends_help() -> str:
-    """The epilog of `mmnp eval --help`: each backend and its --model-args options."""
-    from mmnp.evaluation.backend import BACKENDS, backend_class, options_help
+def _eval_epilog(args: list[str]) -> str:
+    """`mmnp eval --help`'s epilog: the backends by name (nothing imported), and the --model-args of
+    the one `--model NAME:...` names (only that backend is imported)."""
+    from mmnp.evaluation.backend import REGISTRY
 
-    lines = ["Backends (--model NAME:TARGET) and their --model-args:"]
-    for name in BACKENDS:
-        try:
-            options = options_help(backend_class(name))
-        except ImportError:  # a registered plugin whose module is missing
-            continue
-        lines.append(f"{name}: " + "; ".join(f"{o} ({t.split('=', 1)[1]}): {h}" for o, t, h in options))
-    return "\n\n".join(lines)
+    entries = REGISTRY.entries()
+    builtin = [name for name, e in entries.items() if e.distribution is None]
+    plugins = [f"{name} ({e.origin})" for name, e in entries.items() if e.distribution is not None]
+    lines = ["Backends (--model NAME:TARGET): " + ", ".join(builtin) + (
+        "; plug-ins: " + ", ".join(plugins) if plugins else "") + ". `mmnp backends NAME` (or `mmnp eval "
+        "--model NAME: --help`) lists a backend's --model-args."]
+    model = option_value(args, "--model")
+    name = model.partition(":")[0] if model else None
+    if name:
+        lines += _options_lines(name)
+    return "\n\n".join(map(escape, lines))
 
 
-@app.command("eval", epilog=_backends_help())
+def _options_lines(name: str) -> list[str]:
+    """The --model-args of backend `name` as help lines, or the one line saying why it cannot load."""
+    from mmnp.errors import MMNPError
+    from mmnp.evaluation.backend import backend_class, option_docs
+
+    try:
+        docs = option_docs(backend_class(name))
+    except MMNPError as e:
+        return [f"{name}: {e}"]
+    return [f"{name}: --model-args " + (", ".join(d.name for d in docs) or "none")] + [
+        f"{d.name} ({d.type}{'' if d.required else ' = ' + repr(d.default)}): {d.help}" for d in docs]
+
+
+@app.command("eval", cls=lazy_epilog(_eval_epilog))
 @user_errors
 def eval_command(
     model: str = typer.Option(..., help="NAME:TARGET, e.g. solver:heuristic, openai:MODEL, hf:PATH, vllm:PATH."),
-    model_args: Optional[str] = typer.Option(None, help="Backend options k=v,... (listed below)."),
+    model_args: Optional[str] = typer.Option(None, help="Backend options k=v,... (mmnp backends NAME lists them)."),
     gen_kwargs: Optional[str] = typer.Option(
         None, help="Request fields k=v,... (k=none drops a field)."),
     data: Optional[Path] = typer.Option(None, help="Dataset folder (else generated on the fly)."),
@@ -63,45 +93,80 @@ def eval_command(
     """Evaluate a model (or a baseline solver) and write samples.jsonl and results.json.
 
     Exits 1 when more than --max-fail-rate of the samples failed (rerun to retry them)."""
-    from mmnp.errors import RunError, UsageError
+    from mmnp.dataset import select_instances
     from mmnp.evaluation.backend import Sampling, backend_class, build_options, parse_kwargs, sample_options, split_model
-    from mmnp.evaluation.runner import MODALITIES, PROBES, EvalConfig, evaluate, model_dir_name
-    from mmnp.evaluation.sources import load_instances
+    from mmnp.evaluation.runner import EvalConfig
 
-    modalities = MODALITIES if modality == "both" else (modality,)
-    if any(m not in MODALITIES for m in modalities):
-        raise UsageError(f"--modality {modality!r}: choose text, image or both")
-    for name, value, ok, rule in (("--samples", samples, samples >= 1, "at least 1"),
-                                  ("--max-tokens", max_tokens, max_tokens >= 1, "at least 1"),
-                                  ("--temperature", temperature, temperature >= 0, "0 or more"),
-                                  ("--top-p", top_p, 0 < top_p <= 1, "in (0, 1]"),
-                                  ("--max-fail-rate", max_fail_rate, 0 <= max_fail_rate <= 1, "in [0, 1]"),
-                                  ("--count", count, count >= 1, "at least 1"),
-                                  ("--limit", limit, limit is None or limit >= 1, "at least 1"),
-                                  ("--rounds", rounds, rounds >= 1, "at least 1")):
-        if not ok:
-            raise UsageError(f"{name} {value}: must be {rule}")
-    if probe is not None and probe not in PROBES:
-        raise UsageError(f"--probe {probe!r}: choose {', '.join(PROBES)}")
+    modalities = _check_eval_flags(modality, probe, {
+        "--samples": samples, "--max-tokens": max_tokens, "--temperature": temperature, "--top-p": top_p,
+        "--max-fail-rate": max_fail_rate, "--count": count, "--limit": limit, "--rounds": rounds})
     name, target = split_model(model)
     flags = {"base_url": base_url, "api_key_env": api_key_env, "concurrency": concurrency,
              "max_retries": max_retries, "timeout": timeout, "batch_size": batch_size}
     options = build_options(name, parse_kwargs(model_args, "--model-args"), flags)
-    extra = parse_kwargs(gen_kwargs, "--gen-kwargs")
-    for reserved in ("model", "messages"):
-        if reserved in extra:
-            raise UsageError(f"--gen-kwargs {reserved}: set by mmnp itself (use --model)")
-    instances, image_loader, dataset = load_instances(data, tasks, split_list(difficulty), count, seed, limit,
-                                                      need_images="image" in modalities or probe is not None,
-                                                      allow_modified=allow_modified)
+    extra = _request_fields(gen_kwargs)
+    selection = select_instances(tasks, split_list(difficulty), data=data, count=count, seed=seed, limit=limit,
+                                 allow_modified=allow_modified)
     backend = None if rescore else backend_class(name)(target, options)
     config = EvalConfig(model=model, modalities=modalities, samples=samples,
                         sampling=Sampling(temperature, top_p, max_tokens, seed, extra), system_prompt=system_prompt,
                         model_args=sample_options(options), rounds=rounds, probe=probe,
                         endpoint=getattr(backend, "endpoint", None))
+    results = _run_with_progress(backend, selection, config, output_path, rescore, skip_image_probe)
+    _report(results, model, output_path, max_fail_rate)
+
+
+# The numeric flags of `mmnp eval`: flag -> (whether a value is allowed, the rule a refusal states)
+RANGES = {
+    "--samples": (lambda v: v >= 1, "at least 1"),
+    "--max-tokens": (lambda v: v >= 1, "at least 1"),
+    "--temperature": (lambda v: v >= 0, "0 or more"),
+    "--top-p": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "--max-fail-rate": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "--count": (lambda v: v >= 1, "at least 1"),
+    "--limit": (lambda v: v is None or v >= 1, "at least 1"),
+    "--rounds": (lambda v: v >= 1, "at least 1"),
+}
+
+
+def _check_eval_flags(modality: str, probe: str | None, numbers: dict[str, float | None]) -> tuple[str, ...]:
+    """The modalities `--modality` asks for; a UsageError naming the first flag out of its range."""
+    from mmnp.errors import UsageError
+    from mmnp.evaluation.runner import MODALITIES, PROBES
+
+    modalities = MODALITIES if modality == "both" else (modality,)
+    if any(m not in MODALITIES for m in modalities):
+        raise UsageError(f"--modality {modality!r}: choose text, image or both")
+    for flag, value in numbers.items():
+        allowed, rule = RANGES[flag]
+        if not allowed(value):
+            raise UsageError(f"{flag} {value}: must be {rule}")
+    if probe is not None and probe not in PROBES:
+        raise UsageError(f"--probe {probe!r}: choose {', '.join(PROBES)}")
+    return modalities
+
+
+def _request_fields(gen_kwargs: str | None) -> dict:
+    """--gen-kwargs as the extra request fields (the model and the messages are mmnp's own)."""
+    from mmnp.errors import UsageError
+    from mmnp.evaluation.backend import parse_kwargs
+
+    extra = parse_kwargs(gen_kwargs, "--gen-kwargs")
+    for reserved in ("model", "messages"):
+        if reserved in extra:
+            raise UsageError(f"--gen-kwargs {reserved}: set by mmnp itself (use --model)")
+    return extra
+
+
+def _run_with_progress(backend: Backend | None, selection: Selection, config: EvalConfig, output_path: Path,
+                       rescore: bool, skip_image_probe: bool) -> Results:
+    """`evaluate` under a progress bar showing samples per second (from the second tick on)."""
+    from mmnp.errors import RunError
+    from mmnp.evaluation.runner import evaluate
+
     try:
         with progress_bar() as bar:
-            job = bar.add_task(f"{model}", total=None, rate="")
+            job = bar.add_task(f"{config.model}", total=None, rate="")
             first: list[float] = []
 
             def report(done: int, total: int) -> None:
@@ -113,11 +178,19 @@ def eval_command(
                 rate = (done - first[1]) / max(now - first[0], 1e-9)
                 bar.update(job, completed=done, total=total, rate=f"{rate:.1f} samples/s")
 
-            results = evaluate(backend, instances, config, output_path, image_loader=image_loader, dataset=dataset,
-                               rescore=rescore, skip_image_probe=skip_image_probe, progress=report)
+            return evaluate(backend, selection.instances, config, output_path, image_loader=selection.image,
+                            dataset=selection.identity, rescore=rescore, skip_image_probe=skip_image_probe,
+                            progress=report)
     except OSError as e:
         raise RunError(f"cannot write {e.filename or output_path}: {e.strerror}; choose another "
                        "--output-path") from None
+
+
+def _report(results: Results, model: str, output_path: Path, max_fail_rate: float) -> None:
+    """The run's headline numbers, where they were written, and exit 1 when too many samples failed."""
+    from mmnp.errors import RunError
+    from mmnp.evaluation.runner import model_dir_name
+
     for m, metrics in results["metrics"].items():
         overall = metrics.get("overall") or {}
         if m == "probe" and overall:
@@ -150,6 +223,66 @@ def _reasons(folder: Path, most: int = 3) -> str:
     return "; ".join(f"{n}x {e}" for e, n in errors.most_common(most))
 
 
+@app.command("backends")
+@user_errors
+def backends_command(
+    name: Optional[str] = typer.Argument(None, help="A backend: show its --model-args (imports it)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """List the backends of `mmnp eval --model NAME:TARGET` (built-in and plug-ins), or one backend's options.
+
+    Listing imports no backend; naming one imports it alone (a plug-in that fails says so in one line)."""
+    import json
+
+    from mmnp.evaluation.backend import REGISTRY
+
+    if name is not None:
+        _show_backend(name, as_json)
+        return
+    rows = [{"name": e.name, "origin": e.origin, "target": e.where} for e in REGISTRY.entries().values()]
+    for line in REGISTRY.problems():
+        console.print(f"[yellow]not offered:[/] {escape(line)}", highlight=False)
+    if as_json:
+        out_console.print_json(json.dumps(rows))
+        return
+    _print_rows(("backend", "origin", "target"), [list(r.values()) for r in rows], "mmnp eval backends")
+
+
+def _show_backend(name: str, as_json: bool) -> None:
+    """`mmnp backends NAME`: where the backend comes from, what it is, and its --model-args."""
+    import json
+
+    from mmnp.evaluation.backend import REGISTRY, backend_class, option_docs
+
+    entry = REGISTRY.entry(name)  # an unknown name is refused before anything is imported
+    cls = backend_class(name)
+    docs = option_docs(cls)
+    if as_json:
+        out_console.print_json(json.dumps({"name": name, "origin": entry.origin, "target": entry.where,
+                                           "options": [vars(d) for d in docs]}, default=repr))
+        return
+    summary = (cls.__doc__ or "").strip().split("\n\n")[0]
+    out_console.print(escape(f"{name} ({entry.origin}, {entry.where})" + (f": {' '.join(summary.split())}"
+                                                                          if summary else "")), highlight=False)
+    cells = [[d.name, d.type, "(required)" if d.required else repr(d.default), d.help + (
+        " [changes what a sample is]" if d.sample else "")] for d in docs]
+    _print_rows(("option", "type", "default", "help"), cells, f"--model-args of {name} (k=v,...)")
+
+
+def _print_rows(columns: tuple[str, ...], cells: list[list[str]], title: str) -> None:
+    """A table on a terminal; whole values, one tab-separated line per row, when piped."""
+    if not out_console.is_terminal:
+        for line in (columns, *cells):
+            typer.echo("\t".join(line))
+        return
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in cells:
+        table.add_row(*map(escape, row))
+    out_console.print(table)
+
+
 @app.command()
 @user_errors
 def leaderboard(
@@ -164,9 +297,8 @@ def leaderboard(
     stderr: bool = typer.Option(False, "--stderr", help="Show standard errors (md/csv: 52.3 ± 4.1)."),
 ) -> None:
     """The NP-Bench leaderboard (category SR/QR, Overall) plus pass@k and diversity, one table per dataset."""
-    from mmnp.evaluation.leaderboard import leaderboard_command_impl
+    from mmnp.evaluation.leaderboard import make_leaderboard
 
-    text = leaderboard_command_impl(paths, format, out, modality, browser_samples, mix_datasets, include_incomplete,
-                                    stderr)
+    text = make_leaderboard(paths, format, out, modality, browser_samples, mix_datasets, include_incomplete, stderr)
     if text is not None:
         out_console.print(text, markup=False, highlight=False, soft_wrap=True)

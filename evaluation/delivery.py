@@ -32,6 +32,7 @@ from typing import Iterable
 
 from mmnp.errors import RunError
 from mmnp.evaluation.backend import Backend, Completion, Request, Sampling
+from mmnp.evaluation.schema import ImageProbe
 
 MIN_IMAGE_TOKENS = 4  # fewer extra tokens than any vision model spends on a picture: the picture was dropped
 ENCODING_TOLERANCE = 0.1  # the two encodings' costs may differ by this share (and 2 tokens) of the larger
@@ -186,7 +187,8 @@ class Delivery:
                         "asked again on the next run")
 
 
-def summary(records: Iterable[dict | None], encoding: dict | None, expected: bool, in_process: str | None) -> dict:
+def image_probe_block(records: Iterable[dict | None], encoding: dict | None, expected: bool,
+                      in_process: str | None) -> ImageProbe:
     """results.json's `image_probe`: what the latest record of every image-bearing sample says
     (`in_process`: the name of a backend with no endpoint, whose samples need no check).
     `passed` only when every answered image sample was checked and passed and the run's

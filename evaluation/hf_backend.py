@@ -7,7 +7,7 @@ import io
 import time
 from dataclasses import dataclass, replace
 
-from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, option
+from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, SelfTest, option
 from mmnp.evaluation.models import load_hf
 
 from mmnp.errors import UsageError
@@ -22,6 +22,8 @@ class HFOptions:
 
 class HFBackend:
     Options = HFOptions
+    self_test = SelfTest(target="{tiny_text_model}", model_args={"batch_size": 4, "device": "cpu"},
+                         requires=("torch", "transformers"))
 
     def __init__(self, path: str, options: HFOptions | None = None, **overrides) -> None:
         o = replace(options or HFOptions(), **overrides)

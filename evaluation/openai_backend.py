@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from mmnp.errors import UsageError
-from mmnp.evaluation.backend import Completion, Emit, EndpointError, Request, Sampling, option
+from mmnp.evaluation.backend import Completion, Emit, EndpointError, Request, Sampling, SelfTest, option
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 FATAL = {401: "the API key was refused", 403: "access denied", 404: "model or endpoint not found"}
@@ -52,6 +52,7 @@ class OpenAIOptions:
 
 class OpenAIBackend:
     Options = OpenAIOptions
+    self_test = SelfTest(target="fake-model", model_args={"base_url": "{openai_base_url}"})
 
     def __init__(self, model: str, options: OpenAIOptions | None = None, **overrides) -> None:
         o = replace(options or OpenAIOptions(), **overrides)

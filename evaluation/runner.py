@@ -31,9 +31,9 @@ from mmnp.dataset import atomic_write
 from mmnp.errors import DataError, RunError, UsageError
 from mmnp.evaluation.backend import (MESSAGES_TEMPLATE, Backend, Completion, Request, Sampling, backend_class,
                                     split_model)
-from mmnp.evaluation.delivery import Delivery, summary
+from mmnp.evaluation.delivery import FAILED, PASSED, Delivery, image_probe_block
 from mmnp.evaluation.metrics import aggregate, instance_metrics
-from mmnp.evaluation.schema import PROBE, RESULTS, Results
+from mmnp.evaluation.schema import PROBE, RESULTS, ImageProbe, ProbeGroup, ProbeMetrics, Results
 from mmnp.records import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
 from mmnp.registry import get_task, list_tasks
 from mmnp.transcribe import probe_prompt
@@ -75,10 +75,9 @@ def model_dir_name(model: str) -> str:
     return name
 
 
-def score(request_instance: Instance, modality: str, sample: int, completion: Completion,
+def score(inst: Instance, modality: str, sample: int, completion: Completion,
           messages_sha256: str | None = None) -> dict:
     """A sample's record: the response, its verdict and ratios, usage and failure."""
-    inst = request_instance
     task = get_task(inst.task)
     failed = completion.error is not None
     verdict = task.verify(inst, completion.text if not failed else "")
@@ -243,7 +242,7 @@ def git_hash() -> str | None:
 
 
 def evaluate(
-    backend: Backend,
+    backend: Backend | None,
     instances: list[Instance],
     config: EvalConfig,
     output_path: str | Path,
@@ -253,21 +252,37 @@ def evaluate(
     rescore: bool = False,
     skip_image_probe: bool = False,
     progress: Callable[[int, int], None] | None = None,
-) -> dict:
+) -> Results:
     """Run (or resume, or rescore) an evaluation and write samples.jsonl and results.json.
 
     results.json is written even when the run is stopped (`RunError`: the endpoint refuses, the image
-    probe fails; re-raised after)."""
+    probe fails; re-raised after). `backend` is None only with `rescore` (no model is called)."""
     out = Path(output_path) / model_dir_name(config.model)
     if out.exists() and not out.is_dir() or Path(output_path).is_file():
         raise DataError(f"--output-path {output_path}: {out if out.exists() else output_path} is a file, not a "
                         "folder; choose another --output-path")
     out.mkdir(parents=True, exist_ok=True)
     with FolderLock(out):
-        return _evaluate(backend, instances, config, out, image_loader, dataset, rescore, skip_image_probe, progress)
+        guard_settings(out, config, dataset, rescore)
+        log = SampleLog(out / SAMPLES)
+        started = time.time()
+        delivery = Delivery(backend, config.sampling, skip_image_probe, encoding=_previous_encoding(out))
+        recorder = Recorder(log, config, delivery, progress)
+        stopped: RunError | None = None
+        calls = 0
+        if rescore:
+            rescore_samples(log, instances)
+        else:
+            calls, stopped = ask_rounds(backend, instances, config, image_loader, recorder)
+        results = write_results(out, log, instances, config, recorder.kinds, delivery, backend, dataset, calls,
+                                time.time() - started)
+        if stopped is not None:
+            raise stopped
+        return results
 
 
-def _evaluate(backend, instances, config, out: Path, image_loader, dataset, rescore, skip_image_probe, progress):
+def guard_settings(out: Path, config: EvalConfig, dataset: dict | None, rescore: bool) -> None:
+    """Refuse a folder whose samples were made with other settings (run.json), then record this run's."""
     run_file = out / "run.json"
     identity = {**config.identity(), "benchmark": _dataset_identity(dataset)}
     try:
@@ -284,82 +299,105 @@ def _evaluate(backend, instances, config, out: Path, image_loader, dataset, resc
                         "choose another --output-path, or delete the folder to start over")
     atomic_write(run_file, json.dumps(identity, indent=1))
 
-    log = SampleLog(out / SAMPLES)
+
+def rescore_samples(log: SampleLog, instances: list[Instance]) -> None:
+    """--rescore: every stored answer verified again against `instances`; no model is called."""
     by_id = {inst.id: inst for inst in instances}
-    started = time.time()
-    calls = 0
-    kinds: dict[str, str] = {}
-    delivery = Delivery(backend, config.sampling, skip_image_probe, encoding=_previous_encoding(out))
-    stopped: RunError | None = None
-    if rescore:
-        for key, record in log.records.items():
-            inst = by_id.get(record["id"])
-            if inst is None or record["failed"]:
-                continue
-            completion = Completion(record["response"], record["prompt_tokens"], record["completion_tokens"],
-                                    record["latency_s"], attempts=record.get("attempts", 1),
-                                    truncated=record.get("truncated", False))
-            if record["modality"] == PROBE:
-                fresh = score_probe(Request(inst, PROBE, record["sample"], probe_prompt(inst.task)), completion)
-            else:
-                fresh = score(inst, record["modality"], record["sample"], completion)
-            # the stored hash is of what was sent (earlier rounds included); --rounds fields are kept
-            log.records[key] = _checked({**record, **fresh, "messages_sha256": record.get("messages_sha256")})
-        log.rewrite()
-    else:
-        requests = build_requests(instances, config, image_loader, log)
-        calls = len(requests)
-        done = 0
+    for key, record in log.records.items():
+        inst = by_id.get(record["id"])
+        if inst is None or record["failed"]:
+            continue
+        completion = Completion(record["response"], record["prompt_tokens"], record["completion_tokens"],
+                                record["latency_s"], attempts=record.get("attempts", 1),
+                                truncated=record.get("truncated", False))
+        if record["modality"] == PROBE:
+            fresh = score_probe(Request(inst, PROBE, record["sample"], probe_prompt(inst.task)), completion)
+        else:
+            fresh = score(inst, record["modality"], record["sample"], completion)
+        # the stored hash is of what was sent (earlier rounds included); --rounds fields are kept
+        log.records[key] = _checked({**record, **fresh, "messages_sha256": record.get("messages_sha256")})
+    log.rewrite()
 
-        def emit(request: Request, completion: Completion) -> None:
-            nonlocal done
-            checked, undelivered = delivery.verdict(request, completion)
-            if undelivered is not None:  # the picture did not reach the model: a failed sample
-                completion = replace(completion, error=undelivered)
-            if request.modality == PROBE:
-                record = score_probe(request, completion)
-            else:
-                record = score(request.instance, request.modality, request.sample, completion,
-                               request.messages_sha256())
-                if config.rounds > 1:
-                    record = round_record(record, request, config.rounds)
-            if request.image is not None:
-                record.update(checked, picture_kind=picture_kind(request.instance, kinds))
-            try:
-                log.append(record)
-            except (ValueError, UnicodeEncodeError) as e:  # a reply the backend let through never poisons the log
-                log.append(_unstorable(record, e))
-            done += 1
-            if progress:
-                progress(done, len(requests))
 
+@dataclass
+class Recorder:
+    """The `emit` a backend calls: each completion becomes its sample's record (the delivery
+    verdict, the score, the --rounds fields, the picture kind) appended to the log at once."""
+
+    log: SampleLog
+    config: EvalConfig
+    delivery: Delivery
+    progress: Callable[[int, int], None] | None = None
+    kinds: dict[str, str] = field(default_factory=dict)  # instance id -> picture kind, drawn once
+    done: int = 0  # this round's samples recorded
+    total: int = 0  # this round's samples
+
+    def __call__(self, request: Request, completion: Completion) -> None:
+        checked, undelivered = self.delivery.verdict(request, completion)
+        if undelivered is not None:  # the picture did not reach the model: a failed sample
+            completion = replace(completion, error=undelivered)
+        if request.modality == PROBE:
+            record = score_probe(request, completion)
+        else:
+            record = score(request.instance, request.modality, request.sample, completion, request.messages_sha256())
+            if self.config.rounds > 1:
+                record = round_record(record, request, self.config.rounds)
+        if request.image is not None:
+            record.update(checked, picture_kind=picture_kind(request.instance, self.kinds))
         try:
-            for _ in range(config.rounds):  # one batch per round; a sample leaves when it is finished
-                unsendable = delivery.prepare(requests)  # may stop the run: images do not reach the model
-                for request, why in unsendable:
-                    emit(request, Completion(None, error=why, attempts=0))
-                held = {id(r) for r, _ in unsendable}
-                requests = [r for r in requests if id(r) not in held]
-                if not requests:
-                    break
-                backend.run(requests, config.sampling, emit)
-                if config.rounds == 1:
-                    break
-                # the next round of every unfinished sample; failed calls wait for the next run, as without --rounds
-                requests = [r for r in build_requests(instances, config, image_loader, log) if r.history and not r.retry]
-                calls += len(requests)
-                done = 0
-        except RunError as e:  # the endpoint refuses, or images do not reach the model: say so in results.json
-            stopped = e
-        finally:
-            log.close()
+            self.log.append(record)
+        except (ValueError, UnicodeEncodeError) as e:  # a reply the backend let through never poisons the log
+            self.log.append(_unstorable(record, e))
+        self.done += 1
+        if self.progress:
+            self.progress(self.done, self.total)
+
+    def start(self, total: int) -> None:
+        """A new round of `total` samples."""
+        self.done, self.total = 0, total
+
+
+def ask_rounds(backend: Backend, instances: list[Instance], config: EvalConfig,
+               image_loader: Callable[[Instance], bytes], recorder: Recorder) -> tuple[int, RunError | None]:
+    """Ask the backend for every sample not yet answered, one batch per --rounds round (a sample
+    leaves when it is finished); (calls made, the `RunError` that stopped the run, if one did)."""
+    requests = build_requests(instances, config, image_loader, recorder.log)
+    calls = len(requests)
+    recorder.start(len(requests))
+    try:
+        for _ in range(config.rounds):
+            unsendable = recorder.delivery.prepare(requests)  # may stop the run: images do not reach the model
+            for request, why in unsendable:
+                recorder(request, Completion(None, error=why, attempts=0))
+            held = {id(r) for r, _ in unsendable}
+            requests = [r for r in requests if id(r) not in held]
+            recorder.total = len(requests)
+            if not requests:
+                break
+            backend.run(requests, config.sampling, recorder)
+            if config.rounds == 1:
+                break
+            # the next round of every unfinished sample; failed calls wait for the next run, as without --rounds
+            requests = [r for r in build_requests(instances, config, image_loader, recorder.log)
+                        if r.history and not r.retry]
+            calls += len(requests)
+            recorder.start(len(requests))
+    except RunError as e:  # the endpoint refuses, or images do not reach the model: say so in results.json
+        return calls, e
+    finally:
+        recorder.log.close()
+    return calls, None
+
+
+def write_results(out: Path, log: SampleLog, instances: list[Instance], config: EvalConfig, kinds: dict[str, str],
+                  delivery: Delivery, backend: Backend | None, dataset: dict | None, calls: int,
+                  seconds: float) -> Results:
+    """results.json from the log (every sample, this run's and earlier ones'), written atomically."""
     results = compute_results(log, instances, config, kinds)
     results["image_probe"] = _delivery_summary(log, instances, config, delivery.encoding, backend)
-    results.update(_provenance(config, dataset, calls, time.time() - started, log))
+    results.update(_provenance(config, dataset, calls, seconds, log))
     results["timing"]["this_run_check_requests"] = delivery.requests_made
     atomic_write(out / RESULTS, json.dumps(results, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    if stopped is not None:
-        raise stopped
     return results
 
 
@@ -380,7 +418,7 @@ def _previous_encoding(out: Path) -> dict | None:
     except (OSError, ValueError, AttributeError):
         return None
     encoding = previous.get("encoding") if isinstance(previous, dict) else None
-    return encoding if isinstance(encoding, dict) and encoding.get("status") in ("passed", "failed") else None
+    return encoding if isinstance(encoding, dict) and encoding.get("status") in (PASSED, FAILED) else None
 
 
 def _image_modalities(config: EvalConfig) -> list[tuple[str, int]]:
@@ -389,20 +427,22 @@ def _image_modalities(config: EvalConfig) -> list[tuple[str, int]]:
 
 
 def _delivery_summary(log: SampleLog, instances: list[Instance], config: EvalConfig, encoding: dict | None,
-                      backend: Backend | None) -> dict:
+                      backend: Backend | None) -> ImageProbe:
     """results.json's `image_probe` from the latest record of every image-bearing sample."""
     pictured = _image_modalities(config)
     if not pictured:
-        return summary([], encoding, False, None)
+        return image_probe_block([], encoding, False, None)
     records = [log.records.get(sample_key(inst.id, m, k)) for inst in instances for m, n in pictured for k in range(n)]
     if backend is None:  # --rescore: the backend the samples came from
         backend = backend_class(split_model(config.model)[0])
     in_process = None if callable(getattr(backend, "measure", None)) else config.model
-    return summary(records, encoding, True, in_process)
+    return image_probe_block(records, encoding, True, in_process)
 
 
 def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfig,
                     kinds: dict[str, str] | None = None) -> Results:
+    """The scores of results.json from the log: per modality (and picture kind, and --rounds round),
+    the probe's block, and the counts that say whether the run is complete."""
     categories = {t.name: t.category for t in list_tasks()}
     by_modality = {}
     missing = failed = 0
@@ -469,7 +509,7 @@ def _add_rounds(block: dict, log: SampleLog, instances: list[Instance], config: 
                            for r, agg in enumerate(per_round, 1)}
 
 
-def _probe_metrics(log: SampleLog, instances: list[Instance]) -> dict:
+def _probe_metrics(log: SampleLog, instances: list[Instance]) -> ProbeMetrics:
     """metrics["probe"]: recognition accuracy (share of exact transcriptions) and mean field F1,
     overall (mean over instances) and per task, over the instances with a successful probe sample."""
     by_task: dict[str, list[dict]] = {}
@@ -478,16 +518,19 @@ def _probe_metrics(log: SampleLog, instances: list[Instance]) -> dict:
         if record is not None and not record["failed"]:
             by_task.setdefault(inst.task, []).append(record)
 
-    def summary(records: list[dict]) -> dict:
+    def probe_group(records: list[dict]) -> ProbeGroup:
         f1 = [sum(r["field_f1"].values()) / len(r["field_f1"]) for r in records]
         return {"recognition_accuracy": sum(r["exact"] for r in records) / len(records),
                 "field_f1": sum(f1) / len(f1), "instances": len(records)}
 
     every = [r for records in by_task.values() for r in records]
-    return {"overall": summary(every), "tasks": {t: summary(rs) for t, rs in sorted(by_task.items())}} if every else {}
+    if not every:
+        return {}
+    return {"overall": probe_group(every), "tasks": {t: probe_group(rs) for t, rs in sorted(by_task.items())}}
 
 
-def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: float, log: SampleLog) -> dict:
+def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: float, log: SampleLog) -> Results:
+    """results.json's fields beside the scores: what was run, on what data, with which versions, at what cost."""
     from mmnp import __version__
 
     records = list(log.records.values())

@@ -16,6 +16,7 @@ RESULTS = "results.json"
 PROBE = "probe"  # metrics["probe"]: the perception probe's block, not a modality with SR/QR
 GROUP_NUMBERS = ("sr", "qr", "sr_at_1", "qr_at_1", "opt_ratio", "distinct", "fail_rate", "instances")
 GROUP_SCOPES = ("categories", "tasks", "difficulties", "task_difficulty")
+PROBE_NUMBERS = ("recognition_accuracy", "field_f1")  # in each group of metrics["probe"]
 KIND_SCOPES = ("tasks", "task_difficulty")  # besides "overall", in each picture kind's block
 MAX_NAME = 200  # characters of a task, level or picture-kind name (ours are under 40)
 DeliveryStatus = Literal["passed", "failed", "unchecked", "not_applicable", "skipped"]  # skipped: older mmnp
@@ -61,6 +62,21 @@ class ModalityMetrics(TypedDict, total=False):
     picture_kinds: dict[str, KindBlock]  # image only
 
 
+class ProbeGroup(TypedDict):
+    """The perception probe over a set of instances (overall, or one task's)."""
+
+    recognition_accuracy: float  # share of exact transcriptions
+    field_f1: float  # mean over instances of the mean F1 over fields
+    instances: int
+
+
+class ProbeMetrics(TypedDict, total=False):
+    """metrics["probe"] (--probe transcribe): recognition, not SR/QR; empty when no probe sample succeeded."""
+
+    overall: ProbeGroup
+    tasks: dict[str, ProbeGroup]
+
+
 class ImageProbe(TypedDict, total=False):
     """Whether the pictures reached the model (`mmnp.evaluation.delivery`)."""
 
@@ -71,22 +87,40 @@ class ImageProbe(TypedDict, total=False):
     image_tokens: dict[str, float]  # min, max, mean over the samples that passed
 
 
+class Usage(TypedDict):
+    """Totals over every sample in the log (this run's and earlier parts')."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    failed_calls: int
+    truncated_responses: int
+
+
+class Timing(TypedDict, total=False):
+    """The only fields that differ between an interrupted-and-resumed run and a straight one."""
+
+    this_run_seconds: float
+    this_run_calls: int
+    mean_latency_s: float
+    this_run_check_requests: int  # the image-delivery checks' own requests
+
+
 class Results(TypedDict, total=False):
     model: str
-    metrics: dict[str, ModalityMetrics]  # "text", "image", and "probe" (recognition, not SR/QR)
+    metrics: dict[str, ModalityMetrics | ProbeMetrics]  # "text", "image", and PROBE (recognition, not SR/QR)
     complete: bool
     missing_instances: int
     failed_samples: int
     total_samples: int
     image_probe: ImageProbe
-    config: dict  # the run's identity (model, sampling, endpoint, ...) plus modalities and samples
-    dataset: dict  # benchmark_hash, references_hash, preset, modified, content_hash, path or generated
+    config: dict  # the run's identity (`EvalConfig.identity`) plus modalities, samples and messages_template
+    dataset: dict  # `mmnp.dataset.Selection.identity`: benchmark_hash, references_hash, preset, modified, ...
     mmnp_version: str
     git_hash: str | None
-    usage: dict
+    usage: Usage
     timestamp: str
-    environment: dict
-    timing: dict  # the only fields that differ between a resumed run and a straight one
+    environment: dict  # python, platform, packages, gpu (`runner.environment`)
+    timing: Timing
 
 
 def number(value) -> bool:
@@ -152,7 +186,7 @@ def check_results(results) -> str | None:
             tasks = block.get("tasks") if isinstance(block.get("tasks"), dict) else {}
             groups = {"overall": block.get("overall"), **{f"tasks.{t}": g for t, g in tasks.items()}}
             for name, g in groups.items():
-                if not isinstance(g, dict) or not all(number(g.get(k)) for k in ("recognition_accuracy", "field_f1")):
+                if not isinstance(g, dict) or not all(number(g.get(k)) for k in PROBE_NUMBERS):
                     return f"{where}.{name[:MAX_NAME]} lacks numeric recognition_accuracy and field_f1"
             continue
         problem = _check_group(block.get("overall"), f"{where}.overall")

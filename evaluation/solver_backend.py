@@ -27,7 +27,7 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
-from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, option
+from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, SelfTest, option
 
 from mmnp.errors import UsageError
 from mmnp.registry import get_task
@@ -45,6 +45,7 @@ class SolverOptions:
 
 class SolverBackend:
     Options = SolverOptions
+    self_test = SelfTest(target="heuristic")
 
     def __init__(self, solver: str, options: SolverOptions | None = None) -> None:
         self.solver = solver

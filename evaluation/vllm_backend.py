@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, option
+from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, SelfTest, option
 from mmnp.evaluation.models import load_vllm
 
 
@@ -20,6 +20,8 @@ class VLLMOptions:
 
 class VLLMBackend:
     Options = VLLMOptions
+    self_test = SelfTest(target="{tiny_text_model}", model_args={"gpu_memory_utilization": 0.3},
+                         requires=("vllm", "cuda"))
 
     def __init__(self, path: str, options: VLLMOptions | None = None) -> None:
         o = options or VLLMOptions()

@@ -9,7 +9,9 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+import click
 import typer
+from typer.core import TyperCommand
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -59,3 +61,36 @@ def progress_bar() -> Progress:
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
                     TimeRemainingColumn(), console=console, transient=False)
+
+
+class LazyEpilogCommand(TyperCommand):
+    """A command whose help epilog is written when help is shown, from the arguments given, never
+    at import: `mmnp eval --model hf: --help` shows that backend's options, and a backend that fails
+    to import cannot break `import mmnp.cli`. Subclasses (`lazy_epilog`) set `epilog_for`."""
+
+    epilog_for: Callable[[list[str]], str]
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["mmnp.args"] = list(args)  # before --help is handled, which happens while parsing
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.epilog = self.epilog_for(ctx.meta.get("mmnp.args", []))
+        return super().format_help(ctx, formatter)
+
+
+def lazy_epilog(epilog_for: Callable[[list[str]], str]) -> type[LazyEpilogCommand]:
+    """A command class (for `app.command(cls=...)`) whose epilog is `epilog_for(the command's arguments)`,
+    in rich markup (escape what is not ours)."""
+    return type("LazyEpilog", (LazyEpilogCommand,), {"epilog_for": staticmethod(epilog_for)})
+
+
+def option_value(args: list[str], flag: str) -> str | None:
+    """The last value given to `flag` in raw arguments (`--flag V` or `--flag=V`), None if absent."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg[len(flag) + 1:]
+    return value

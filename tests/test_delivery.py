@@ -15,7 +15,7 @@ import mmnp
 from fake_openai import FakeOpenAI, image_tokens, oracle, replica_pool
 from mmnp.cli import app
 from mmnp.evaluation.delivery import MEASURE_TOKENS
-from mmnp.evaluation.leaderboard import leaderboard_command_impl
+from mmnp.evaluation.leaderboard import make_leaderboard
 from mmnp.records import read_samples
 
 EASY = ["--difficulty", "easy"]
@@ -73,7 +73,7 @@ def test_a_server_that_drops_every_picture_is_refused_before_any_sample(small_da
     probe = _results(tmp_path / "s")["image_probe"]
     assert probe["status"] == "unchecked" and probe["samples"] == {"unchecked": 4}
     assert {r["image_check"] for r in _records(tmp_path / "s")} == {"unchecked"}
-    md = leaderboard_command_impl([tmp_path / "s" / "openai_fake"])
+    md = make_leaderboard([tmp_path / "s" / "openai_fake"])
     assert "openai:fake (image delivery unchecked: 4 of 4 image samples were never checked" in md
 
 
@@ -169,7 +169,7 @@ def test_a_run_resumed_after_skip_image_probe_never_says_passed(small_dataset, i
     probe = _results(tmp_path)["image_probe"]
     assert probe["status"] == "unchecked" and probe["samples"] == {"passed": 2, "unchecked": 2}
     assert "2 of 4 image samples were never checked" in probe["detail"]
-    board = leaderboard_command_impl([tmp_path / "openai_fake"])
+    board = make_leaderboard([tmp_path / "openai_fake"])
     assert "(image delivery unchecked: 2 of 4" in board and "| passed |" not in board
 
 

@@ -17,7 +17,7 @@ from mmnp.evaluation.backend import Sampling, make_backend
 from mmnp.evaluation.metrics import aggregate, instance_metrics, pass_at_k
 from mmnp.evaluation.openai_backend import OpenAIBackend
 from mmnp.evaluation.runner import EvalConfig, evaluate
-from mmnp.evaluation.sources import load_instances
+from mmnp.dataset import select_instances
 from mmnp.records import read_samples
 
 
@@ -59,7 +59,8 @@ def test_category_and_overall_are_unweighted_means():
 
 
 def _run(model, data, out, modality="both", samples=2, **options):
-    instances, loader, dataset = load_instances(data, "all", ["easy", "medium"], 0, 0, None, True)
+    selection = select_instances("all", ["easy", "medium"], data=data)
+    instances, loader, dataset = selection.instances, selection.image, selection.identity
     modalities = ("text", "image") if modality == "both" else (modality,)
     backend = options.pop("backend", None) or make_backend(model)
     return evaluate(backend, instances, EvalConfig(model, modalities, samples, Sampling(temperature=0.7)), out,
@@ -217,7 +218,8 @@ def test_rescore_recomputes_without_model_calls(small_dataset, tmp_path):
 
 def test_changed_settings_are_refused(small_dataset, tmp_path):
     _run("solver:heuristic", small_dataset, tmp_path, modality="text", samples=1)
-    instances, loader, dataset = load_instances(small_dataset, "all", ["easy"], 0, 0, None, False)
+    selection = select_instances("all", ["easy"], data=small_dataset)
+    instances, loader, dataset = selection.instances, selection.image, selection.identity
     with pytest.raises(ValueError, match="different settings.*temperature"):
         evaluate(make_backend("solver:heuristic"), instances,
                  EvalConfig("solver:heuristic", ("text",), 1, Sampling(temperature=0.0)), tmp_path,
@@ -247,7 +249,8 @@ def test_cli_eval_on_the_fly_and_errors(tmp_path):
 
 def test_a_different_dataset_is_refused(small_dataset, tmp_path):
     _run("solver:heuristic", small_dataset, tmp_path, modality="text", samples=1)
-    instances, loader, dataset = load_instances(None, "knapsack", ["easy"], 2, 7, None, False)
+    selection = select_instances("knapsack", ["easy"], count=2, seed=7)
+    instances, loader, dataset = selection.instances, selection.image, selection.identity
     with pytest.raises(ValueError, match="different settings.*benchmark"):
         evaluate(make_backend("solver:heuristic"), instances,
                  EvalConfig("solver:heuristic", ("text",), 1, Sampling(temperature=0.7)), tmp_path,

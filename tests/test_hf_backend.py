@@ -13,11 +13,12 @@ import mmnp  # noqa: E402
 from mmnp.evaluation.backend import Request, Sampling  # noqa: E402
 from mmnp.evaluation.hf_backend import HFBackend  # noqa: E402
 from mmnp.evaluation.runner import EvalConfig, evaluate  # noqa: E402
-from mmnp.evaluation.sources import load_instances  # noqa: E402
+from mmnp.dataset import select_instances  # noqa: E402
 
 
 def test_text_model_batched_generation(tiny_text, small_dataset, tmp_path):
-    instances, loader, dataset = load_instances(small_dataset, "knapsack,tsp", ["easy"], 0, 0, None, False)
+    selection = select_instances("knapsack,tsp", ["easy"], data=small_dataset)
+    instances, loader, dataset = selection.instances, selection.image, selection.identity
     results = evaluate(HFBackend(str(tiny_text), batch_size=3), instances,
                        EvalConfig(f"hf:{tiny_text}", ("text",), 2, Sampling(temperature=0.8, max_tokens=12)),
                        tmp_path, image_loader=loader, dataset=dataset)

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from mmnp.cli import app
 from mmnp.errors import DataError, RunError, UsageError
-from mmnp.evaluation.leaderboard import collect, leaderboard_command_impl, render_csv, render_html, render_markdown
+from mmnp.evaluation.leaderboard import make_leaderboard, render_csv, render_html, render_markdown
+from mmnp.evaluation.runs import collect
 
 HOSTILE_MODEL = '<img src=x onerror="document.title=\'pwned\'">$\\frac$'
 HOSTILE_RESPONSE = '<script>document.title="pwned"</script>Answer: [0, 1]'
@@ -114,7 +115,7 @@ def test_runs_on_different_datasets_are_ranked_apart_unless_mixed(results_dir, t
 
     other = _variant(results_dir / "solver_random", tmp_path, "other", other_data)
     paths = [results_dir / "solver_heuristic", other]
-    md = leaderboard_command_impl(paths)
+    md = make_leaderboard(paths)
     sections = _sections(md)
     assert len(sections) == 2
     benchmark = _results(results_dir / "solver_heuristic")["dataset"]["benchmark_hash"]
@@ -122,7 +123,7 @@ def test_runs_on_different_datasets_are_ranked_apart_unless_mixed(results_dir, t
     assert {r["model"] for r in _table(ours, "Leaderboard")} == {"solver:heuristic"}
     assert {r["model"] for r in _table(theirs, "Leaderboard")} == {"solver:random"}
 
-    mixed = leaderboard_command_impl(paths, mix_datasets=True)
+    mixed = make_leaderboard(paths, mix_datasets=True)
     (head, text), = _sections(mixed).items()
     assert head.startswith("MIXED datasets")
     rows = _table(text, "Leaderboard")
@@ -138,7 +139,7 @@ def test_runs_with_other_references_are_ranked_apart(results_dir, tmp_path):
 
     ours = _variant(results_dir / "solver_heuristic", tmp_path, "ours", references("a" * 64))
     theirs = _variant(results_dir / "solver_random", tmp_path, "theirs", references("b" * 64))
-    sections = _sections(leaderboard_command_impl([ours, theirs]))
+    sections = _sections(make_leaderboard([ours, theirs]))
     assert len(sections) == 2
     for digest, model in (("a" * 64, "solver:heuristic"), ("b" * 64, "solver:random")):
         head = next(h for h in sections if h.endswith(f"references hash {digest}"))
@@ -152,7 +153,7 @@ def test_modified_data_is_marked_with_its_own_content_hash(results_dir, tmp_path
         r["dataset"].update(modified=True, content_hash=content)
 
     edited = _variant(results_dir / "solver_heuristic", tmp_path, "edited", modified)
-    md = leaderboard_command_impl([results_dir / "solver_random", edited])
+    md = make_leaderboard([results_dir / "solver_random", edited])
     sections = _sections(md)
     head = next(h for h in sections if "MODIFIED" in h)
     benchmark = _results(results_dir / "solver_random")["dataset"]["benchmark_hash"]
@@ -160,7 +161,7 @@ def test_modified_data_is_marked_with_its_own_content_hash(results_dir, tmp_path
     assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {"solver:heuristic"}
     plain = next(text for h, text in sections.items() if h != head)
     assert {r["model"] for r in _table(plain, "Leaderboard")} == {"solver:random"}  # never under the canonical hash
-    page = leaderboard_command_impl([edited], format="csv")
+    page = make_leaderboard([edited], format="csv")
     assert {r["dataset"] for r in csv.DictReader(io.StringIO(page))} == {f"modified:{content}"}
 
 
@@ -178,17 +179,17 @@ def test_incomplete_runs_are_left_out_with_a_line_or_marked(results_dir, tmp_pat
     _variant(results_dir / "solver_random", root, "legacy", legacy_failed)
     shutil.copytree(results_dir / "solver_heuristic", root / "solver_heuristic")
 
-    md = leaderboard_command_impl([root])
+    md = make_leaderboard([root])
     assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:heuristic"}
     assert f"left out solver:random ({root / 'broken'}): incomplete: 37 failed samples" in md
     assert f"left out solver:random ({root / 'legacy'}): incomplete: 5 failed samples" in md
     assert "--include-incomplete" in md
 
-    leaderboard_command_impl([root], format="csv")
+    make_leaderboard([root], format="csv")
     err = capsys.readouterr().err
     assert err.count("not shown:") == 2 and "incomplete: 37 failed samples" in err
 
-    md = leaderboard_command_impl([root], include_incomplete=True)
+    md = make_leaderboard([root], include_incomplete=True)
     models = {r["model"] for r in _table(md, "Leaderboard")}
     assert f"solver:random ({root / 'broken'}) (incomplete: 37 failed samples)" in models
     assert f"solver:random ({root / 'legacy'}) (incomplete: 5 failed samples)" in models
@@ -214,7 +215,7 @@ def test_missing_and_unreadable_results_are_named(results_dir, tmp_path, capsys)
                    .update(sr=float("nan")))
     (root / "notes").mkdir()
 
-    md = leaderboard_command_impl([root], format="md")
+    md = make_leaderboard([root], format="md")
     expected = [f"{unfinished}: no results.json (the run never finished",
                 f"{truncated / 'results.json'}: line 2 column 14: not valid JSON",
                 f"{wrong / 'results.json'}: metrics.text.tasks.tsp.qr is 'high', not a number",
@@ -224,13 +225,13 @@ def test_missing_and_unreadable_results_are_named(results_dir, tmp_path, capsys)
         assert line in md
     assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:heuristic"}
 
-    leaderboard_command_impl([root], format="html", out=tmp_path / "board.html")
+    make_leaderboard([root], format="html", out=tmp_path / "board.html")
     err = capsys.readouterr().err
     assert all(line in err for line in expected) and err.count("not shown:") == len(expected)
     assert "error" not in err
 
     with pytest.raises(DataError, match="no readable results.json: .*line 2 column 14"):
-        leaderboard_command_impl([truncated])
+        make_leaderboard([truncated])
 
 
 def test_older_results_are_read_and_marked(results_dir, tmp_path):
@@ -250,7 +251,7 @@ def test_older_results_are_read_and_marked(results_dir, tmp_path):
     older = _variant(results_dir / "solver_random", tmp_path, "older", old)
     older_heuristic = _variant(results_dir / "solver_heuristic", tmp_path, "older_heuristic", old)
     anonymous = _variant(results_dir / "solver_random", tmp_path, "anonymous", no_dataset)
-    md = leaderboard_command_impl([older_heuristic, older, anonymous], stderr=True)
+    md = make_leaderboard([older_heuristic, older, anonymous], stderr=True)
     sections = _sections(md)
     benchmark = _results(older)["dataset"]["benchmark_hash"]
     known = sections[f"dataset benchmark hash {benchmark}"]
@@ -267,15 +268,15 @@ def test_standard_errors_in_markdown_and_csv(results_dir):
     overall = results["metrics"]["text"]["overall"]
     tsp = results["metrics"]["text"]["tasks"]["tsp"]
     assert tsp["qr_se"] > 0
-    md = leaderboard_command_impl([results_dir / "solver_random"], stderr=True)
+    md = make_leaderboard([results_dir / "solver_random"], stderr=True)
     row = next(r for r in _table(md, "Leaderboard") if r["modality"] == "text")
     assert row["Overall QR"] == f"{_pct(overall['qr'])} ± {_pct(overall['qr_se'])}"
     task = next(r for r in _table(md, "By task") if r["modality"] == "text" and r["task"] == "tsp")
     assert task["QR"] == f"{_pct(tsp['qr'])} ± {_pct(tsp['qr_se'])}" and task["SR@1"].count("±") == 1
-    plain = leaderboard_command_impl([results_dir / "solver_random"])
+    plain = make_leaderboard([results_dir / "solver_random"])
     assert "±" not in plain
 
-    rows = csv.DictReader(io.StringIO(leaderboard_command_impl([results_dir / "solver_random"], format="csv",
+    rows = csv.DictReader(io.StringIO(make_leaderboard([results_dir / "solver_random"], format="csv",
                                                                stderr=True)))
     tsp_row = next(r for r in rows if r["scope"] == "task" and r["name"] == "tsp" and r["modality"] == "text")
     assert tsp_row["QR"] == _pct(tsp["qr"]) and tsp_row["QR ±"] == _pct(tsp["qr_se"])
@@ -301,7 +302,7 @@ def _ladder(r: dict) -> None:
 
 def test_levels_per_task_with_the_level_where_a_model_breaks(results_dir, tmp_path):
     ladder = _variant(results_dir / "solver_random", tmp_path, "ladder", _ladder)
-    md = leaderboard_command_impl([ladder], stderr=True)
+    md = make_leaderboard([ladder], stderr=True)
     rows = _table(md, "By level")
     header = list(rows[0])
     assert header.index("L1 SR") < header.index("L2 SR") < header.index("L10 SR") < header.index("breaks at")
@@ -312,7 +313,7 @@ def test_levels_per_task_with_the_level_where_a_model_breaks(results_dir, tmp_pa
     assert by["tsp", "text"]["L10 QR"] == f"{_pct(cell['qr'])} ± {_pct(cell['qr_se'])}"
     assert {t for t, _ in by} == set(_results(ladder)["metrics"]["text"]["tasks"])
 
-    page = leaderboard_command_impl([ladder], format="html", out=tmp_path / "ladder.html") or (
+    page = make_leaderboard([ladder], format="html", out=tmp_path / "ladder.html") or (
         tmp_path / "ladder.html").read_text()
     for task in _results(ladder)["metrics"]["text"]["tasks"]:
         assert f"<figcaption>{task} by level</figcaption>" in page
@@ -327,7 +328,7 @@ def test_perception_probe_beside_text_and_image(results_dir, tmp_path):
 
     probed = _variant(results_dir / "solver_random", tmp_path, "probed", probe)
     results = _results(probed)["metrics"]
-    md = leaderboard_command_impl([probed, results_dir / "solver_heuristic"])
+    md = make_leaderboard([probed, results_dir / "solver_heuristic"])
     rows = {r["task"]: r for r in _table(md, "Perception and reasoning")}
     assert set(rows) == {"overall", *results["text"]["tasks"]}
     overall = rows["overall"]
@@ -337,7 +338,7 @@ def test_perception_probe_beside_text_and_image(results_dir, tmp_path):
     assert rows["tsp"]["recognition"] == "50.0" and rows["tsp"]["probe instances"] == "4"
     assert rows["knapsack"]["recognition"] == ""  # the probe has no knapsack figure: none shown
     assert {r["modality"] for r in _table(md, "Leaderboard")} == {"text", "image"}  # the probe is no modality
-    csv_rows = list(csv.DictReader(io.StringIO(leaderboard_command_impl([probed], format="csv"))))
+    csv_rows = list(csv.DictReader(io.StringIO(make_leaderboard([probed], format="csv"))))
     assert {(r["name"], r["recognition"]) for r in csv_rows if r["scope"] == "probe"} == {("overall", "75.0"),
                                                                                            ("tsp", "50.0")}
 
@@ -347,33 +348,33 @@ def test_image_rows_are_marked_when_delivery_was_not_shown(results_dir, tmp_path
         r["image_probe"] = {"status": "skipped", "detail": "--skip-image-probe given"}
 
     run = _variant(results_dir / "solver_random", tmp_path, "unprobed", skipped)
-    rows = _table(leaderboard_command_impl([run]), "Leaderboard")
+    rows = _table(make_leaderboard([run]), "Leaderboard")
     assert {r["modality"]: r["model"] for r in rows} == {
         "text": "solver:random", "image": "solver:random (image delivery skipped: --skip-image-probe given)"}
 
 
 def test_command_errors_say_where_and_what_to_do(results_dir, tmp_path):
     with pytest.raises(UsageError, match="is a folder; give a file path such as .*leaderboard.html"):
-        leaderboard_command_impl([results_dir], format="html", out=tmp_path)
+        make_leaderboard([results_dir], format="html", out=tmp_path)
     (tmp_path / "file").write_text("mine")
     with pytest.raises(UsageError, match="is a file, not a folder"):
-        leaderboard_command_impl([results_dir], out=tmp_path / "file" / "board.md")
+        make_leaderboard([results_dir], out=tmp_path / "file" / "board.md")
     with pytest.raises(UsageError, match="would overwrite an mmnp file"):
-        leaderboard_command_impl([results_dir], out=results_dir / "solver_random" / "results.json")
+        make_leaderboard([results_dir], out=results_dir / "solver_random" / "results.json")
     with pytest.raises(RunError, match="cannot write --out /proc/board.md: .*choose a writable path"):
-        leaderboard_command_impl([results_dir], out=Path("/proc/board.md"))
+        make_leaderboard([results_dir], out=Path("/proc/board.md"))
     with pytest.raises(UsageError, match="--format html needs --out"):
-        leaderboard_command_impl([results_dir], format="html")
+        make_leaderboard([results_dir], format="html")
     with pytest.raises(UsageError, match="--format 'pdf': choose md, csv or html"):
-        leaderboard_command_impl([results_dir], format="pdf")
+        make_leaderboard([results_dir], format="pdf")
     with pytest.raises(UsageError, match="--modality 'video': no run has it; the runs have image, text"):
-        leaderboard_command_impl([results_dir], modality="video")
+        make_leaderboard([results_dir], modality="video")
     with pytest.raises(UsageError, match="does not exist"):
-        leaderboard_command_impl([tmp_path / "nothing"])
+        make_leaderboard([tmp_path / "nothing"])
     with pytest.raises(UsageError, match="samples.jsonl is a file; give a model folder"):
-        leaderboard_command_impl([results_dir / "solver_random" / "samples.jsonl"])
+        make_leaderboard([results_dir / "solver_random" / "samples.jsonl"])
     with pytest.raises(UsageError, match="given twice"):
-        leaderboard_command_impl([results_dir, results_dir / "solver_random"])
+        make_leaderboard([results_dir, results_dir / "solver_random"])
     assert (tmp_path / "file").read_text() == "mine"
 
 
@@ -406,7 +407,7 @@ def test_sample_browser_survives_damaged_samples(results_dir, tmp_path):
     lines.insert(5, "{not json")
     (damaged / "samples.jsonl").write_text("\n".join(lines) + "\n")
     out = tmp_path / "board.html"
-    leaderboard_command_impl([odd, damaged], format="html", out=out, browser_samples=40)
+    make_leaderboard([odd, damaged], format="html", out=out, browser_samples=40)
     page = out.read_text()
     assert "<pre>12345</pre>" in page and "&lt;b&gt;list&lt;/b&gt;" in page
     damage = page.split(f"<li>{damaged / 'samples.jsonl'}", 1)[1].split("</li>", 1)[0]  # named under "Not shown"
@@ -446,7 +447,7 @@ def test_html_report_in_headless_chromium(results_dir, tmp_path):
         r["model"] = "ladder-model"
 
     ladder = _variant(results_dir / "solver_heuristic", tmp_path, "ladder", ladder_model)
-    leaderboard_command_impl([results_dir, ladder], format="html", out=report, browser_samples=1, stderr=True)
+    make_leaderboard([results_dir, ladder], format="html", out=report, browser_samples=1, stderr=True)
     page = report.read_text()
     dom, errors = _load(report, tmp_path)
     assert errors == []
@@ -505,7 +506,7 @@ def test_image_scores_by_picture_kind_in_every_format(results_dir, tmp_path):
     image = results["metrics"]["image"]
     kinds = image["picture_kinds"]
     assert {"drawing", "table", "chart"} <= set(kinds)  # easy and medium pictures of the ten tasks
-    md = leaderboard_command_impl([results_dir / "solver_random"])
+    md = make_leaderboard([results_dir / "solver_random"])
     rows = {r["scope"]: r for r in _table(md, "Image scores by picture kind")}
     assert rows["overall"]["image SR"] == _pct(image["overall"]["sr"])
     for kind, block in kinds.items():
@@ -516,16 +517,16 @@ def test_image_scores_by_picture_kind_in_every_format(results_dir, tmp_path):
     assert rows["knapsack"]["drawing SR"] == "" and rows["knapsack"]["table n"] == "4"  # none drawn: blank
     mixed = {cell for cell in image["task_difficulty"] if sum(cell in b["task_difficulty"] for b in kinds.values()) > 1}
     assert {s for s in rows if "/" in s} == mixed  # a level's row only where it mixes kinds
-    csv_rows = [r for r in csv.DictReader(io.StringIO(leaderboard_command_impl([results_dir / "solver_random"],
+    csv_rows = [r for r in csv.DictReader(io.StringIO(make_leaderboard([results_dir / "solver_random"],
                                                                                format="csv")))
                 if r["scope"] == "picture_kind"]
     got = {r["name"]: float(r["SR"]) for r in csv_rows}
     assert got["table/knapsack"] == pytest.approx(100 * kinds["table"]["tasks"]["knapsack"]["sr"], abs=0.05)
     assert got["drawing"] == pytest.approx(100 * kinds["drawing"]["overall"]["sr"], abs=0.05)
     page = tmp_path / "board.html"
-    leaderboard_command_impl([results_dir / "solver_random"], format="html", out=page, browser_samples=0)
+    make_leaderboard([results_dir / "solver_random"], format="html", out=page, browser_samples=0)
     assert 'id="by-kind"' in page.read_text() and "Image SR and QR by picture kind</figcaption>" in page.read_text()
-    text_only = leaderboard_command_impl([results_dir / "solver_random"], modality="text")
+    text_only = make_leaderboard([results_dir / "solver_random"], modality="text")
     assert "Image scores by picture kind" not in text_only
 
 
@@ -540,14 +541,14 @@ def test_delivery_of_every_image_sample_is_shown(results_dir, tmp_path):
     def endpoint(r):
         r["config"]["endpoint"] = {"base_url": "http://gpu-7:8000/v1", "model": "qwen"}
 
-    md = leaderboard_command_impl([_variant(results_dir / "solver_random", tmp_path, "part", unchecked)])
+    md = make_leaderboard([_variant(results_dir / "solver_random", tmp_path, "part", unchecked)])
     rows = {r["modality"]: r["model"] for r in _table(md, "Leaderboard")}
     assert rows["image"] == "solver:random (image delivery unchecked: 10 of 40 image samples were never checked)"
     assert rows["text"] == "solver:random"
     assert _table(md, "Runs")[0]["image delivery"] == "unchecked (30 passed, 10 unchecked)"
-    old = _table(leaderboard_command_impl([_variant(results_dir / "solver_random", tmp_path, "old", legacy)]), "Runs")
+    old = _table(make_leaderboard([_variant(results_dir / "solver_random", tmp_path, "old", legacy)]), "Runs")
     assert old[0]["image delivery"].startswith("passed (one probe per run, by an older mmnp")
-    served = _table(leaderboard_command_impl([_variant(results_dir / "solver_random", tmp_path, "ep", endpoint)]),
+    served = _table(make_leaderboard([_variant(results_dir / "solver_random", tmp_path, "ep", endpoint)]),
                     "Runs")
     assert served[0]["endpoint"] == "http://gpu-7:8000/v1"
 
@@ -561,12 +562,12 @@ def test_a_huge_model_name_is_cut_in_every_report(results_dir, tmp_path):
 
     run = _variant(results_dir / "solver_random", tmp_path, "huge", rename)
     page = tmp_path / "board.html"
-    leaderboard_command_impl([run], format="html", out=page, browser_samples=1)
+    make_leaderboard([run], format="html", out=page, browser_samples=1)
     assert page.stat().st_size < 3_000_000  # was over 1 GB: the name in every row, plot and sample
     text = page.read_text()
     assert "... [cut: 50,000,000 characters]" in text and "m" * 201 not in text
     for fmt in ("md", "csv"):
-        out = leaderboard_command_impl([run], format=fmt)
+        out = make_leaderboard([run], format=fmt)
         assert len(out) < 1_000_000 and "[cut: 50,000,000 characters]" in out and "p" * 201 not in out
 
 
@@ -576,7 +577,7 @@ def test_an_absurd_task_name_is_refused_with_a_line(results_dir, tmp_path):
 
     run = _variant(results_dir / "solver_random", tmp_path, "absurd", absurd)
     with pytest.raises(DataError, match="metrics.text.tasks has a name of 5,000 characters"):
-        leaderboard_command_impl([run])
+        make_leaderboard([run])
 
 
 def test_markdown_shows_html_as_text(results_dir, tmp_path):
@@ -586,7 +587,7 @@ def test_markdown_shows_html_as_text(results_dir, tmp_path):
         cells["tsp/<b>bold</b>\nnext"] = cells.pop("tsp/medium")
 
     run = _variant(results_dir / "solver_random", tmp_path, "scripted", scripted)
-    md = leaderboard_command_impl([results_dir / "hostile", run])
+    md = make_leaderboard([results_dir / "hostile", run])
     assert "<script>" not in md and "<img" not in md and "<b>" not in md
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "&lt;img src=x onerror=" in md
     by_task = _table(md, "By task")

@@ -131,7 +131,7 @@ def test_a_reply_no_log_can_hold_becomes_a_failed_sample(tmp_path):
     """Whatever an in-process backend returns (lone surrogates, NaN counts), samples.jsonl stays valid."""
     from mmnp.evaluation.backend import Sampling
     from mmnp.evaluation.runner import EvalConfig, evaluate
-    from mmnp.evaluation.sources import load_instances
+    from mmnp.dataset import select_instances
 
     class Hostile:
         name = "hostile"
@@ -140,7 +140,8 @@ def test_a_reply_no_log_can_hold_becomes_a_failed_sample(tmp_path):
             emit(requests[0], Completion("\ud800"))
             emit(requests[1], Completion("fine", prompt_tokens=float("nan")))
 
-    instances, loader, dataset = load_instances(None, "knapsack", ["easy"], 2, 0, None, False)
+    selection = select_instances("knapsack", ["easy"], count=2)
+    instances, loader, dataset = selection.instances, selection.image, selection.identity
     results = evaluate(Hostile(), instances, EvalConfig("hostile", ("text",), 1, Sampling()), tmp_path,
                        image_loader=loader, dataset=dataset)
     records = read_samples(tmp_path / "hostile" / "samples.jsonl")

@@ -15,7 +15,7 @@ from mmnp.cli import app
 from mmnp.evaluation.backend import Completion, Request, Sampling
 from mmnp.evaluation.runner import feedback, round_record, score
 from mmnp.evaluation.solver_backend import MAX_DAMAGE, SolverBackend
-from mmnp.evaluation.sources import load_instances
+from mmnp.dataset import select_instances
 from mmnp.records import read_samples, sample_key
 from mmnp.transcribe import tasks as transcribed_tasks
 from mmnp.transcribe import transcribe
@@ -67,7 +67,7 @@ def test_probe_bounds_transcribe_exact_random_low_and_leaderboard(tmp_path):
 
 
 def test_probe_one_wrong_edge_from_an_endpoint(tmp_path):
-    instances, _, _ = load_instances(None, "vertex_cover", ["easy"], 1, 0, None, True)
+    instances = select_instances("vertex_cover", ["easy"], count=1).instances
     inst = instances[0]
     task = mmnp.get_task(inst.task)
     truth = transcribe(inst.task, inst.data)
@@ -172,7 +172,7 @@ def test_repair_fixes_the_violation_the_feedback_names_and_nothing_without_it(ta
 
 
 def test_feedback_on_a_feasible_answer_does_not_reveal_the_reference_objective():
-    inst = load_instances(None, "knapsack", ["medium"], 1, 0, None, False)[0][0]
+    inst = select_instances("knapsack", ["medium"], count=1).instances[0]
     worse = inst.reference["heuristic"]["solution"][1:]
     request = Request(inst, "text", 0, inst.prompt)
     record = round_record(score(inst, "text", 0, Completion("Answer: " + json.dumps(worse))), request, 3)
@@ -183,7 +183,7 @@ def test_feedback_on_a_feasible_answer_does_not_reveal_the_reference_objective()
 
 
 def test_rounds_multi_turn_over_openai_and_resume_at_the_next_round(tmp_path):
-    instances, _, _ = load_instances(None, "vertex_cover", ["easy"], 2, 0, None, False)
+    instances = select_instances("vertex_cover", ["easy"], count=2).instances
     answers = {inst.prompt: "Answer: " + json.dumps(inst.reference["heuristic"]["solution"]) for inst in instances}
     fake: list[FakeOpenAI] = []
     broken = [True]
@@ -228,7 +228,7 @@ def test_rounds_multi_turn_over_openai_and_resume_at_the_next_round(tmp_path):
 
 
 def test_rounds_a_failed_round_is_retried_at_that_round(tmp_path):
-    instances, _, _ = load_instances(None, "vertex_cover", ["easy"], 2, 0, None, False)
+    instances = select_instances("vertex_cover", ["easy"], count=2).instances
     answers = {inst.prompt: "Answer: " + json.dumps(inst.reference["heuristic"]["solution"]) for inst in instances}
     fake: list[FakeOpenAI] = []
 
@@ -260,7 +260,7 @@ def test_every_backend_sends_the_earlier_rounds_as_turns():
     from mmnp.evaluation.backend import Request
     from mmnp.evaluation.hf_backend import HFBackend
 
-    inst = load_instances(None, "knapsack", ["easy"], 1, 0, None, False)[0][0]
+    inst = select_instances("knapsack", ["easy"], count=1).instances[0]
     request = Request(inst, "text", 0, inst.prompt, history=(("Answer: [0]", "Your answer is not feasible."),))
     roles = [(m["role"], m["content"] if isinstance(m["content"], str) else m["content"][-1]["text"])
              for m in request.openai_messages()]
