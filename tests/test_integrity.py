@@ -264,7 +264,7 @@ def test_intact_dataset_identity_is_derived_from_its_content(pristine):
                         "references_hash": manifest["references_hash"], "preset": None, "modified": False,
                         "content_hash": manifest["benchmark_hash"]}
     assert manifest["format_version"] == 3 and manifest["ortools_version"]
-    assert manifest["task_versions"] == {"knapsack": 1, "tsp": 1}
+    assert manifest["task_versions"] == {t: mmnp.get_task(t).version for t in ("knapsack", "tsp")}
     assert len(manifest["records"]["knapsack/easy.jsonl"]) == 3
     # the derivation is the records' own: recomputing it by hand from the lines gives the claims
     lines = [line for rel in ("knapsack/easy.jsonl", "tsp/easy.jsonl")
@@ -372,14 +372,15 @@ def test_repair_blames_only_the_damaged_shard_and_record(data, pristine):
 
 
 def test_repair_refuses_to_mix_task_versions(data, monkeypatch):
-    """Kept instances of knapsack version 1 and new ones of version 2 would be one dataset of two kinds."""
+    """Kept instances of one knapsack version and new ones of the next would be one dataset of two kinds."""
     import mmnp.generators.knapsack as knapsack
 
+    made = knapsack.VERSION
     edited_reference(data)
-    monkeypatch.setattr(knapsack, "VERSION", 2)
-    with pytest.raises(DataError, match=r"other task versions \(knapsack 1; this mmnp has knapsack 2\)"):
+    monkeypatch.setattr(knapsack, "VERSION", made + 1)
+    with pytest.raises(DataError, match=rf"other task versions \(knapsack {made}; this mmnp has knapsack {made + 1}\)"):
         generate_dataset(data, SPEC)
-    monkeypatch.setattr(knapsack, "VERSION", 1)
+    monkeypatch.setattr(knapsack, "VERSION", made)
     generate_dataset(data, SPEC)  # with the version that made it, the repair goes through
     assert dataset_identity(data)["modified"] is False
 
