@@ -13,7 +13,6 @@ def l_dm_by_hand(phi: torch.Tensor, rewards: torch.Tensor, advantages: torch.Ten
     of consecutive members of the mean (p - q)^2 over the fragment; flat units skipped when
     the reading says so."""
     total = phi.new_zeros(())
-    units = 0
     for g in range(phi.size(0)):
         members = list(range(phi.size(1)))
         size = phi.size(1) if reading.grouping == "exact" else reading.fragment_size
@@ -21,10 +20,9 @@ def l_dm_by_hand(phi: torch.Tensor, rewards: torch.Tensor, advantages: torch.Ten
             a = advantages[g, part]
             if reading.flat == "skip" and float(a.max() - a.min()) <= 1e-5:
                 continue
-            units += 1
             logits = rewards[g, part] / reading.alpha if reading.target == "reward" else a / reading.tau
             p, q = torch.softmax(logits, 0), torch.softmax(phi[g, part], 0)
             total = total + ((p - q) ** 2).sum() / len(part)
-    if reading.grouping == "exact":  # the paper's: a mean over the groups (those kept)
-        return total / (units if reading.flat == "skip" else phi.size(0))
+    if reading.grouping == "exact":  # the paper's: a mean over the groups (a skipped one counts 0)
+        return total / phi.size(0)
     return total  # the authors': the micro-batch losses summed

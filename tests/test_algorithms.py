@@ -96,8 +96,9 @@ READINGS = {
 @pytest.mark.parametrize("name", READINGS)
 def test_each_dmpo_reading_has_the_gradient_of_its_loss_written_by_hand(name):
     """G = 6 cut into fragments of 4 and 2 (or 3 and 3), 0/1 rewards so some groups and
-    fragments are flat: the closed-form coefficients the trainer adds equal autograd's
-    gradient of L_DM written from its definition, and so does the loss."""
+    fragments are flat: the closed-form coefficients the trainer adds, and the gradient of
+    the differentiable form verl's registered loss uses, equal autograd's gradient of L_DM
+    written from its definition; so does the loss."""
     reading = READINGS[name]
     torch.manual_seed(2)
     phi = torch.randn(5, 6, dtype=torch.float64, requires_grad=True)
@@ -110,6 +111,8 @@ def test_each_dmpo_reading_has_the_gradient_of_its_loss_written_by_hand(name):
     assert loss.item() == pytest.approx(expected.item(), rel=1e-12)
     assert grad.abs().max() > 1e-3
     assert torch.allclose(coef, grad, atol=1e-14)
+    (through,) = torch.autograd.grad(reading.loss(phi, rewards, advantages), phi)  # verl's differentiable form
+    assert torch.allclose(through, grad, atol=1e-14)
 
 
 def test_the_readings_differ_where_the_issue_says():

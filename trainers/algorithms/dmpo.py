@@ -116,31 +116,42 @@ class Reading:
             return values, torch.ones_like(values, dtype=torch.bool)
         return fragments(values, self.fragment_size, fill)
 
-    def loss_and_gradient(self, phi: torch.Tensor, rewards: torch.Tensor,
-                          advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(L_DM of one optimisation step on one device, dL_DM/dphi), all (groups, G) inputs.
-
-        exact: the mean over groups (skipped ones left out) of (1/G) sum_i (p_i - q_i)^2.
-        fragments: the SUM over fragments of (1/m) sum_{i in fragment} (p_i - q_i)^2, as the
-        authors' code sums its micro-batch losses."""
-        g = phi.size(-1)
+    def _unit_terms(self, phi: torch.Tensor, rewards: torch.Tensor, advantages: torch.Tensor):
+        """Per unit (group or fragment): its members' phi, target p, mask and weight in L_DM."""
         logits, member = self.units(self.target_logits(rewards, advantages).detach())
-        phis, _ = self.units(phi.detach())
+        phis, _ = self.units(phi)
         adv, _ = self.units(advantages.detach())
         p = torch.softmax(logits.masked_fill(~member, float("-inf")), dim=-1) * member
-        q = torch.softmax(phis.masked_fill(~member, float("-inf")), dim=-1) * member
         m = member.sum(-1).clamp(min=1).to(p.dtype)
-        per_unit = ((p - q) ** 2).sum(-1) / m
         big = torch.finfo(adv.dtype).max
         spread = adv.masked_fill(~member, -big).max(-1).values - adv.masked_fill(~member, big).min(-1).values
-        active = (spread > FLAT_TOLERANCE) if self.flat == "skip" else torch.ones_like(per_unit, dtype=torch.bool)
+        active = (spread > FLAT_TOLERANCE) if self.flat == "skip" else torch.ones_like(m, dtype=torch.bool)
         active = active & (m > 1)  # a member alone: p = q = 1, nothing to match
         weight = active.to(phi.dtype)
-        if self.grouping == "exact":
-            weight = weight / weight.sum().clamp(min=1) if self.flat == "skip" else weight / len(weight)
+        if self.grouping == "exact":  # the paper's mean over the groups (skipped ones count as 0)
+            weight = weight / len(weight)
+        return phis, p, member, m, weight
+
+    def loss(self, phi: torch.Tensor, rewards: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+        """L_DM of (groups, G) inputs, differentiable in phi (verl's registered loss takes it so).
+
+        exact: the mean over groups of (1/G) sum_i (p_i - q_i)^2.
+        fragments: the SUM over fragments of (1/m) sum_{i in fragment} (p_i - q_i)^2, as the
+        authors' code sums its micro-batch losses."""
+        phis, p, member, m, weight = self._unit_terms(phi, rewards, advantages)
+        q = torch.softmax(phis.masked_fill(~member, float("-inf")), dim=-1) * member
+        return ((((p - q) ** 2).sum(-1) / m) * weight).sum()
+
+    def loss_and_gradient(self, phi: torch.Tensor, rewards: torch.Tensor,
+                          advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(L_DM of one optimisation step on one device, dL_DM/dphi in closed form), all
+        (groups, G) inputs, nothing differentiated: what the trainer computes while the
+        groups are whole, to add as linear terms wherever TRL puts each completion."""
+        phis, p, member, m, weight = self._unit_terms(phi.detach(), rewards, advantages)
+        q = torch.softmax(phis.masked_fill(~member, float("-inf")), dim=-1) * member
+        loss = ((((p - q) ** 2).sum(-1) / m) * weight).sum()
         grad = _softmax_mse_gradient(phis, p, member) * weight[:, None]
-        loss = (per_unit * weight).sum()
-        return loss, (grad if self.grouping == "exact" else unfragment(grad, g))
+        return loss, (grad if self.grouping == "exact" else unfragment(grad, phi.size(-1)))
 
 
 @dataclass
@@ -182,7 +193,7 @@ class DMPOConfig(GRPOConfig):
         for name in ("dmpo_alpha", "dmpo_tau"):
             if not getattr(self, name) > 0:
                 raise UsageError(f"--{name.replace('_', '-')} {getattr(self, name)}: must be positive")
-        if self.dmpo_lambda < 0:
+        if not self.dmpo_lambda >= 0:
             raise UsageError(f"--dmpo-lambda {self.dmpo_lambda}: must be >= 0")
 
     @property
