@@ -6,12 +6,13 @@ log-likelihoods phi), in the two readings that exist:
   group of G; L_DM = (1/G) sum_i (p_i - q_i)^2, averaged over the groups of a step. Its
   push on a completion is O(1/G^2) of GRPO's, so lambda 0.3-0.7 barely acts.
 - `authors`: the authors' verl recipe (verl-recipe pull request #105, dmpo/dmpo_core_algos.py
-  `_compute_dmpo_distribution_loss`, mode `grpo_dmpo_zero` of its config and run script).
-  Target p = softmax(A / tau) over GRPO's group-normalised advantage A, tau = 1/15; the loss
-  is taken per micro-batch over the group members that share it, mean (p - q)^2 over them,
-  fragments whose advantages are all equal skipped, and the micro-batch losses SUMMED per
-  device while GRPO's term is a mean. mmnp makes the fragment an explicit setting
-  (`dmpo_fragment_size` consecutive members of a group) instead of whatever fits on a GPU.
+  `_compute_dmpo_distribution_loss`, its README's default mode `grpo_dmpo`). Target p =
+  softmax(A / tau) over GRPO's group-normalised advantage A, tau = 1/15; the loss is taken
+  per micro-batch over the group members that share it, mean (p - q)^2 over them, and the
+  micro-batch losses SUMMED per device while GRPO's term is a mean. mmnp makes the fragment
+  an explicit setting (`dmpo_fragment_size` consecutive members of a group) instead of
+  whatever fits on a GPU. `dmpo_flat skip` is the recipe's `grpo_dmpo_zero` (its config and
+  run script), which skips fragments whose advantages are all equal.
 
 Both are `dmpo_target` (reward | advantage) x `dmpo_grouping` (exact | fragments) x
 `dmpo_flat` (keep | skip); `dmpo_recipe` picks a bundle, and any of the three given
@@ -76,13 +77,13 @@ def _softmax_mse_gradient(phi: torch.Tensor, p: torch.Tensor, member: torch.Tens
     return 2.0 / m * q * (d - (d * q).sum(dim=-1, keepdim=True)) * member
 
 
-def fragments(values: torch.Tensor, size: int, fill: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+def fragments(values: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(groups, G) -> (groups * ceil(G / size), size): each group cut into fragments of `size`
     consecutive members (the last one shorter when size does not divide G), with a mask of
-    the real slots; padded slots hold `fill`."""
+    the real slots (the padded ones hold 0)."""
     groups, g = values.shape
     count = -(-g // size)
-    padded = values.new_full((groups, count * size), fill)
+    padded = values.new_zeros((groups, count * size))
     padded[:, :g] = values
     member = torch.zeros(groups, count * size, dtype=torch.bool, device=values.device)
     member[:, :g] = True
@@ -110,11 +111,11 @@ class Reading:
     def target_logits(self, rewards: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
         return rewards / self.alpha if self.target == "reward" else advantages / self.tau
 
-    def units(self, values: torch.Tensor, fill: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    def units(self, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows L_DM softmaxes over: whole groups, or fragments of them; and their masks."""
         if self.grouping == "exact":
             return values, torch.ones_like(values, dtype=torch.bool)
-        return fragments(values, self.fragment_size, fill)
+        return fragments(values, self.fragment_size)
 
     def _unit_terms(self, phi: torch.Tensor, rewards: torch.Tensor, advantages: torch.Tensor):
         """Per unit (group or fragment): its members' phi, target p, mask and weight in L_DM."""
