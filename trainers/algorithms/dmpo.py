@@ -159,8 +159,8 @@ class Reading:
 class DMPOConfig(GRPOConfig):
     dmpo_lambda: float = field(default=0.5, metadata={"help": "DMPO: weight of L_DM (the paper: robust in 0.3-0.7)."})
     dmpo_recipe: str = field(default="authors", metadata={
-        "help": "DMPO: authors (the verl recipe: advantage target, fragments, flat fragments skipped) or paper "
-                "(the formulas read exactly: reward target over whole groups); see the README."})
+        "help": "DMPO: authors (the authors' verl recipe: advantage target over fragments of a group, summed) or "
+                "paper (the formulas read exactly: reward target over whole groups); see the README."})
     dmpo_target: str | None = field(default=None, metadata={
         "help": "DMPO: the target's softmax over reward / alpha, or advantage / tau (default: the recipe's)."})
     dmpo_alpha: float = field(default=1.0, metadata={"help": "DMPO: temperature of the reward target (paper: 0.8-1.2)."})
