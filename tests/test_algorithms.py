@@ -11,8 +11,19 @@ torch = pytest.importorskip("torch", reason="the algorithms need the train extra
 
 pytest.importorskip("trl", reason="the algorithms need the train extra")
 
+from dmpo_by_hand import l_dm_by_hand  # noqa: E402
+
+from mmnp.errors import UsageError  # noqa: E402
 from mmnp.trainers.algorithms.disa import disa_loss  # noqa: E402
-from mmnp.trainers.algorithms.dmpo import boltzmann_target, dmpo_loss, dmpo_phi_gradient  # noqa: E402
+from mmnp.trainers.algorithms.dmpo import (  # noqa: E402
+    DMPOConfig,
+    Reading,
+    boltzmann_target,
+    dmpo_loss,
+    dmpo_phi_gradient,
+    fragments,
+    unfragment,
+)
 from mmnp.trainers.algorithms.flowrl import flowrl_loss  # noqa: E402
 from mmnp.trainers.algorithms.progrpo import confidence, progrpo_advantages  # noqa: E402
 from mmnp.trainers.base import group_advantages, length_normalised  # noqa: E402
@@ -71,6 +82,73 @@ def test_dmpo_gradient_is_exact_when_groups_are_split_across_micro_batches():
     for micro in order.split(5):  # uneven micro-batches that cut across groups
         (coef[micro] * phi_of(micro)).sum().backward()
     assert torch.allclose(theta.grad, direct_grad, atol=1e-12)
+
+
+READINGS = {
+    "paper": Reading("reward", "exact", "keep", alpha=0.8),
+    "authors": Reading("advantage", "fragments", "keep", tau=1 / 15, fragment_size=4),
+    "authors-zero": Reading("advantage", "fragments", "skip", tau=1 / 15, fragment_size=4),
+    "reward-fragments": Reading("reward", "fragments", "keep", alpha=1.2, fragment_size=3),
+    "advantage-exact-skip": Reading("advantage", "exact", "skip", tau=0.5),
+}
+
+
+@pytest.mark.parametrize("name", READINGS)
+def test_each_dmpo_reading_has_the_gradient_of_its_loss_written_by_hand(name):
+    """G = 6 cut into fragments of 4 and 2 (or 3 and 3), 0/1 rewards so some groups and
+    fragments are flat: the closed-form coefficients the trainer adds, and the gradient of
+    the differentiable form verl's registered loss uses, equal autograd's gradient of L_DM
+    written from its definition; so does the loss."""
+    reading = READINGS[name]
+    torch.manual_seed(2)
+    phi = torch.randn(5, 6, dtype=torch.float64, requires_grad=True)
+    rewards = torch.tensor([[1, 0, 1, 1, 0, 0], [1, 1, 1, 1, 0, 1], [0, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0],
+                            [0.5, 1, 0, 0.2, 1, 1]], dtype=torch.float64)
+    advantages = group_advantages(rewards)
+    expected = l_dm_by_hand(phi, rewards, advantages, reading)
+    (grad,) = torch.autograd.grad(expected, phi)
+    loss, coef = reading.loss_and_gradient(phi, rewards, advantages)
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-12)
+    assert grad.abs().max() > 1e-3
+    assert torch.allclose(coef, grad, atol=1e-14)
+    (through,) = torch.autograd.grad(reading.loss(phi, rewards, advantages), phi)  # verl's differentiable form
+    assert torch.allclose(through, grad, atol=1e-14)
+
+
+def test_the_readings_differ_where_the_issue_says():
+    """At lambda 1 the authors' fragments push a completion far harder than the paper's
+    whole-group mean (a sum over fragments of 4, not a mean over groups of 1/G)."""
+    torch.manual_seed(0)
+    phi = torch.randn(2, 8, dtype=torch.float64)
+    rewards = torch.tensor([[1, 1, 0, 1, 0, 0, 1, 0.5], [1, 0, 0, 1, 1, 1, 0, 0]], dtype=torch.float64)
+    adv = group_advantages(rewards)
+    _, paper = READINGS["paper"].loss_and_gradient(phi, rewards, adv)
+    _, authors = READINGS["authors"].loss_and_gradient(phi, rewards, adv)
+    assert authors.norm() > 10 * paper.norm()
+
+
+def test_fragments_cut_each_group_into_consecutive_members():
+    values = torch.arange(12.0).view(2, 6)
+    cut, member = fragments(values, 4)
+    assert cut.tolist() == [[0, 1, 2, 3], [4, 5, 0, 0], [6, 7, 8, 9], [10, 11, 0, 0]]
+    assert member.sum(-1).tolist() == [4, 2, 4, 2]
+    assert torch.equal(unfragment(cut, 6), values)
+
+
+def test_dmpo_recipes_bundle_the_readings_and_explicit_settings_win(tmp_path):
+    common = dict(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    authors = DMPOConfig(**common)
+    assert (authors.dmpo_recipe, authors.dmpo_target, authors.dmpo_grouping, authors.dmpo_flat) == \
+        ("authors", "advantage", "fragments", "keep")
+    paper = DMPOConfig(**common, dmpo_recipe="paper")
+    assert (paper.dmpo_target, paper.dmpo_grouping, paper.dmpo_flat) == ("reward", "exact", "keep")
+    mixed = DMPOConfig(**common, dmpo_recipe="paper", dmpo_grouping="fragments", dmpo_fragment_size=2)
+    assert mixed.dmpo_reading == Reading("reward", "fragments", "keep", 1.0, 1 / 15, 2)
+    for bad, match in (({"dmpo_recipe": "verl"}, "dmpo-recipe"), ({"dmpo_target": "score"}, "dmpo-target"),
+                       ({"dmpo_fragment_size": 1}, "at least 2"), ({"dmpo_tau": 0.0}, "positive"),
+                       ({"dmpo_flat": "drop"}, "dmpo-flat")):
+        with pytest.raises(UsageError, match=match):
+            DMPOConfig(**common, **bad)
 
 
 def test_confidence_takes_the_lowest_fraction():

@@ -179,3 +179,29 @@ def test_sft_raises_the_likelihood_of_reference_answers_then_rl_continues_from_i
     assert answer_logp(out) > answer_logp(tiny_text) + 1.0
     rows = _train(out, tmp_path / "rl", "grpo", "text", steps=1)
     assert rows and math.isfinite(float(rows[-1]["loss"]))
+
+
+def test_config_values_are_typed_and_checked_before_anything_loads(tmp_path):
+    """`--config` YAML is read as YAML 1.1 (`1e-6` is a string there): each value becomes its
+    setting's type, and a value of the wrong type or out of range is one line naming the file
+    and the key, exit 2, before the model (here a folder that does not exist) is touched."""
+    from mmnp.trainers.spec import TrainSpec
+
+    good = tmp_path / "good.yaml"
+    good.write_text("model: m\nalgo: dmpo\nlearning_rate: 1e-6\nmax_steps: '12'\ndmpo_lambda: 5e-1\nbf16: false\n")
+    spec = TrainSpec.merged(good, {})
+    assert (spec.learning_rate, spec.max_steps, spec.options, spec.bf16) == (1e-6, 12, {"dmpo_lambda": 0.5}, False)
+    missing = tmp_path / "no-such-model"
+    for body, words in (("max_steps: abc", ["max_steps", "integer", "'abc'"]),
+                        ("num_generations: 0", ["--num-generations 0", "at least 2"]),
+                        ("learning_rate: fast", ["learning_rate", "number"]),
+                        ("max_steps: 2.5", ["max_steps", "integer"]),
+                        ("tasks: [tsp, knapsack]", ["tasks", "text"]),
+                        ("algo: dmpo\ndmpo_lambda: much", ["dmpo_lambda", "number"])):
+        config = tmp_path / "bad.yaml"
+        config.write_text(f"model: {missing}\n{body}\n")
+        result = CliRunner().invoke(app, ["train", "--config", str(config)])
+        assert result.exit_code == 2, (body, result.output)
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and all(w in lines[0] for w in words), (body, result.output)
+        assert "no-such-model" not in result.output, "the model must not be touched"

@@ -1,10 +1,11 @@
-"""verl: the reward function verl calls, the rows and parquet files its RLHFDataset reads, and the
-example config. The tests marked `verl` use verl itself and are skipped where it is not installed
+"""verl: the reward function verl calls, the rows and parquet files its RLHFDataset reads, the
+example configs, and mmnp's DMPO / ProGRPO registered with verl's registries (mmnp/trainers/verl.py). The tests marked `verl` use verl itself and are skipped where it is not installed
 (see examples/verl/check_verl.sh for the environment they run in)."""
 
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,217 @@ def test_verls_rlhf_dataset_reads_the_image_export(small_dataset, verl_export, t
         png = Image.open(small_dataset / inst.image)
         assert image["image"].size == png.size and image["image"].convert("RGB").tobytes() == png.convert("RGB").tobytes()
         assert item["index"] == k and item["reward_model"]["ground_truth"] == record_payload(inst)
+
+
+# -- mmnp's algorithms registered with verl (mmnp/trainers/verl.py) ----------------------------------------
+
+def _actor_config(rollout_n: int, global_batch_size: int, **policy):
+    from mmnp.trainers.verl import DMPOActorConfig
+
+    config = DMPOActorConfig(strategy="fsdp", rollout_n=rollout_n, ppo_micro_batch_size=rollout_n)
+    for key, value in policy.items():
+        object.__setattr__(config.policy_loss, key, value)
+    object.__setattr__(config.policy_loss, "loss_mode", "mmnp_dmpo")
+    config.global_batch_info.update({"dp_size": 1, "batch_num_tokens": None, "global_batch_size": global_batch_size})
+    return config
+
+
+def _groups(g: int, n_groups: int, length: int = 5, seed: int = 0):
+    """Token log-probs (with gradient), a ragged response mask, 0/1/2 rewards varying within
+    each group, GRPO's advantages per token and the groups' uids, rows grouped by prompt."""
+    import numpy as np
+    import torch
+
+    from mmnp.trainers.base import group_advantages
+
+    generator = torch.Generator().manual_seed(seed)
+    rows = g * n_groups
+    log_prob = (-torch.rand(rows, length, generator=generator, dtype=torch.float64) * 3).requires_grad_()
+    mask = torch.ones(rows, length, dtype=torch.bool)
+    for i in range(rows):
+        mask[i, length - i % 3 :] = False
+    rewards = torch.tensor([float(i % 3) for i in range(rows)], dtype=torch.float64)
+    advantages = group_advantages(rewards.view(n_groups, g)).flatten()[:, None].expand(rows, length) * mask
+    uid = np.array([f"prompt-{i // g}" for i in range(rows)], dtype=object)
+    return log_prob, mask, rewards, advantages, uid
+
+
+@needs_verl
+def test_importing_mmnp_never_imports_verl():
+    import subprocess
+    import sys
+
+    code = ("import sys, mmnp, mmnp.rewards.verl, mmnp.trainers.algorithms.dmpo, mmnp.trainers.algorithms.progrpo; "
+            "print(sorted(m for m in sys.modules if m == 'verl' or m.startswith('verl.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out
+
+
+@needs_verl
+@pytest.mark.parametrize("recipe", ["paper", "authors"])
+def test_verls_mmnp_dmpo_loss_is_its_surrogate_plus_lambda_times_mmnps_l_dm(recipe):
+    """verl's registered `mmnp_dmpo` on a micro-batch of whole groups: its loss and its gradient
+    equal verl's vanilla surrogate plus lambda times L_DM and its closed-form gradient as mmnp's
+    own trainer computes them (`Reading.loss_and_gradient`, chained through phi = mean log-prob)."""
+    import torch
+    from verl.trainer.ppo.core_algos import compute_policy_loss_vanilla, get_policy_loss_fn
+
+    import mmnp.trainers.verl as mv
+
+    g, n_groups = 6, 2
+    log_prob, mask, rewards, advantages, uid = _groups(g, n_groups)
+    config = _actor_config(g, g * n_groups, dmpo_recipe=recipe, dmpo_lambda=0.7, dmpo_alpha=0.8, dmpo_tau=0.5,
+                           dmpo_fragment_size=4)
+    lam, reading = mv.reading_of(config.policy_loss)
+    assert (lam, reading.grouping) == (0.7, "exact" if recipe == "paper" else "fragments")
+    old = log_prob.detach() - 0.01
+    with mv.micro_batch(uid, rewards):
+        loss, metrics = get_policy_loss_fn("mmnp_dmpo")(old, log_prob, advantages, mask, "token-mean", config, None)
+    (grad,) = torch.autograd.grad(loss, log_prob)
+
+    vanilla, _ = compute_policy_loss_vanilla(old, log_prob, advantages, mask, "token-mean", config, None)
+    (vanilla_grad,) = torch.autograd.grad(vanilla, log_prob)
+    lengths = mask.sum(-1, keepdim=True)
+    phi = ((log_prob * mask).sum(-1) / lengths.squeeze(-1)).detach()
+    l_dm, coef = reading.loss_and_gradient(phi.view(n_groups, g), rewards.view(n_groups, g),
+                                           advantages[:, 0].view(n_groups, g))
+    assert l_dm > 1e-3 and metrics["actor/dmpo_l_dm"] == pytest.approx(l_dm.item(), rel=1e-9)
+    assert loss.item() == pytest.approx(vanilla.item() + 0.7 * l_dm.item(), rel=1e-9)
+    expected = vanilla_grad + 0.7 * coef.flatten()[:, None] * mask / lengths
+    assert torch.allclose(grad, expected, atol=1e-12)
+
+
+@needs_verl
+def test_verls_mmnp_dmpo_exact_reading_refuses_split_groups():
+    import torch
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+
+    import mmnp.trainers.verl as mv
+
+    log_prob, mask, rewards, advantages, uid = _groups(4, 2)
+    keep = torch.tensor([0, 1, 2, 4, 5, 6])  # three of each group: a micro-batch verl's length balancing could make
+    config = _actor_config(4, 8, dmpo_recipe="paper")
+    with mv.micro_batch(uid[keep.numpy()], rewards[keep]), pytest.raises(ValueError, match="whole groups"):
+        get_policy_loss_fn("mmnp_dmpo")(log_prob[keep].detach(), log_prob[keep], advantages[keep], mask[keep],
+                                        "token-mean", config, None)
+    fragments = _actor_config(4, 8, dmpo_recipe="authors")
+    with mv.micro_batch(uid[keep.numpy()], rewards[keep]):  # the authors' reading takes what the micro-batch holds
+        get_policy_loss_fn("mmnp_dmpo")(log_prob[keep].detach(), log_prob[keep], advantages[keep], mask[keep],
+                                        "token-mean", fragments, None)
+
+
+@needs_verl
+def test_verls_own_ppo_loss_hands_mmnp_dmpo_the_groups_and_rewards():
+    """Through verl's ppo_loss (wrapped by importing mmnp.trainers.verl), on verl's no-padding
+    micro-batch: the same loss as the registered function given the groups by hand."""
+    import torch
+    from tensordict import TensorDict
+    from tensordict.tensorclass import NonTensorData, NonTensorStack
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+    from verl.workers.utils import losses
+    from verl.workers.utils.padding import no_padding_2_padding
+
+    import mmnp.trainers.verl as mv
+
+    assert hasattr(losses.ppo_loss, "mmnp_wrapped")
+    g, rows, prompt_len, response_len = 2, 4, 1, 2
+    config = _actor_config(g, rows, dmpo_recipe="paper", dmpo_lambda=2.0)
+    object.__setattr__(config, "entropy_coeff", 0.0)
+    uid = ["a", "a", "b", "b"]
+    rewards = torch.tensor([[0.0, 1.0], [0.0, 0.0], [0.0, 0.5], [0.0, 1.0]])
+    data = TensorDict({
+        "prompts": torch.ones(rows, prompt_len, dtype=torch.long),
+        "responses": torch.ones(rows, response_len, dtype=torch.long),
+        "attention_mask": torch.ones(rows, prompt_len + response_len, dtype=torch.long),
+        "response_mask": torch.ones(rows, response_len, dtype=torch.bool),
+        "old_log_probs": torch.full((rows, response_len), -1.0),
+        "advantages": torch.tensor([[0.7, 0.7], [-0.7, -0.7], [-0.7, -0.7], [0.7, 0.7]]),
+        "token_level_rewards": rewards,
+        "uid": NonTensorStack.from_list([NonTensorData(u) for u in uid]),
+        "dp_size": NonTensorData(1), "batch_num_tokens": NonTensorData(None), "global_batch_size": NonTensorData(rows),
+    }, batch_size=[rows])
+    flat = torch.linspace(-2.0, -0.1, rows * (prompt_len + response_len), requires_grad=True)
+    loss, metrics = losses.ppo_loss(config, {"log_probs": flat}, data)
+    log_prob = no_padding_2_padding(flat, data)
+    with mv.micro_batch(uid, rewards.sum(-1)):
+        direct, _ = get_policy_loss_fn("mmnp_dmpo")(data["old_log_probs"], log_prob, data["advantages"],
+                                                    data["response_mask"], config.loss_agg_mode, config, None)
+    assert direct.item() != pytest.approx(0.0) and "actor/dmpo_l_dm" in str(list(metrics))
+    assert loss.item() == pytest.approx(direct.item(), rel=1e-6)
+
+
+def _confidence_by_hand(logps: list[float], fraction: float) -> float:
+    k = max(1, math.ceil(len(logps) * fraction))
+    return math.exp(sum(sorted(logps)[:k]) / k)
+
+
+@needs_verl
+def test_verls_mmnp_progrpo_advantage_shifts_grpos_on_correct_answers_by_the_confidence_gap():
+    import numpy as np
+    import torch
+    from verl.protocol import DataProto
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage, get_adv_estimator_fn
+
+    import mmnp.trainers.verl as mv
+
+    generator = torch.Generator().manual_seed(1)
+    rows, length, prompt_len = 6, 5, 7
+    response_mask = torch.ones(rows, length)
+    response_mask[1, 3:] = 0
+    scores = torch.tensor([1.0, 0.0, 1.0, 0.0, 0.0, 1.0])
+    token_level_rewards = torch.zeros(rows, length)
+    token_level_rewards[:, 2] = scores
+    old_log_probs = -torch.rand(rows, length, generator=generator) * 2
+    prompt_log_probs = -torch.rand(rows, prompt_len, generator=generator) * 4
+    prompt_mask = torch.ones(rows, prompt_len)
+    prompt_mask[:, :2] = 0  # left padding
+    index = np.array(["p"] * 3 + ["q"] * 3, dtype=object)
+    config = mv.ProGRPOAlgoConfig(adv_estimator="mmnp_progrpo", progrpo_alpha=0.3, progrpo_fraction=0.4)
+    fn = get_adv_estimator_fn("mmnp_progrpo")
+    advantages, _ = fn(token_level_rewards, response_mask, index, config, old_log_probs=old_log_probs,
+                       prompt_log_probs=prompt_log_probs, prompt_mask=prompt_mask)
+    grpo, _ = compute_grpo_outcome_advantage(token_level_rewards, response_mask, index)
+    for i in range(rows):
+        c_q = _confidence_by_hand(prompt_log_probs[i, 2:].tolist(), 0.4)
+        c_o = _confidence_by_hand(old_log_probs[i][response_mask[i].bool()].tolist(), 0.4)
+        shift = 0.3 * (c_q - c_o) if scores[i] > 0 else 0.0
+        assert advantages[i, 0].item() == pytest.approx(grpo[i, 0].item() + shift, abs=1e-6), i
+    assert (advantages - grpo).abs().max() > 1e-2
+    with pytest.raises(ValueError, match="prompt_log_probs"):
+        fn(token_level_rewards, response_mask, index, config, old_log_probs=old_log_probs)
+
+    # the wrapper of verl's compute_advantage (ray_trainer's: not importable on this CPU venv) hands the
+    # estimator the batch's log-probs, and leaves every other estimator to verl
+    calls = []
+    wrapped = mv._compute_advantage_with_log_probs(lambda data, adv_estimator, **kw: calls.append(adv_estimator))
+    data = DataProto.from_dict({"token_level_rewards": token_level_rewards, "response_mask": response_mask,
+                                "old_log_probs": old_log_probs, "prompt_log_probs": prompt_log_probs,
+                                "prompt_mask": prompt_mask}, non_tensors={"uid": index})
+    out = wrapped(data, adv_estimator="mmnp_progrpo", config=config)
+    assert torch.allclose(out.batch["advantages"], advantages) and calls == []
+    wrapped(data, adv_estimator="grpo", config=config)
+    assert calls == ["grpo"]
+
+
+@needs_verl
+def test_the_dmpo_example_config_composes_with_verls_and_builds_mmnps_configs():
+    from hydra import compose, initialize_config_dir, initialize_config_module
+    from omegaconf import OmegaConf
+    from verl.utils.config import omega_conf_to_dataclass
+
+    import mmnp.trainers.verl as mv
+
+    with initialize_config_dir(config_dir=str(EXAMPLE), version_base=None):
+        ours = compose(config_name="mmnp_dmpo")
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        base = compose(config_name="ppo_trainer")
+    added = {f"actor_rollout_ref.actor.policy_loss.{name}" for name in mv.DMPOPolicyLossConfig.__dataclass_fields__}
+    mine = {k: v for k, v in yaml.safe_load((EXAMPLE / "mmnp_dmpo.yaml").read_text()).items()
+            if k not in ("hydra", "defaults")}
+    for key in leaves(mine):
+        assert key in added or OmegaConf.select(base, key, default="<absent>") != "<absent>", f"verl has no key {key}"
+    actor = omega_conf_to_dataclass(ours.actor_rollout_ref.actor)
+    assert isinstance(actor, mv.DMPOActorConfig) and actor.policy_loss.loss_mode == "mmnp_dmpo"
+    lam, reading = mv.reading_of(actor.policy_loss)
+    assert lam == 0.5 and (reading.target, reading.grouping, reading.fragment_size) == ("advantage", "fragments", 4)
+    assert OmegaConf.select(ours, "actor_rollout_ref.model.external_lib") == "mmnp.trainers.verl"

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from dataclasses import dataclass
 
@@ -55,6 +56,13 @@ def unique_rows(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return first.scatter_reduce(0, inverse, rows, reduce="amin"), inverse
 
 
+def cache_keyword(model) -> str:
+    """The name under which `model.forward` takes and returns its key/value cache: `cache`
+    from transformers 5.24 on, `past_key_values` before (announced for removal in 5.40).
+    Read off the forward's own signature, so neither name is assumed past its versions."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
 def cached_completion_logps(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
                             completion_mask: torch.Tensor, temperature: float, chunk: int) -> torch.Tensor:
     """log p(completion token | prefix) at `temperature`, (B, C), no gradient: each distinct
@@ -62,6 +70,7 @@ def cached_completion_logps(model, prompt_ids: torch.Tensor, prompt_mask: torch.
     and values. The logits come from the model's own forward, so model-specific output
     transforms (Gemma-2's final_logit_softcapping, Cohere's logit_scale, Granite's
     logits_scaling) apply exactly as in the loss's pass."""
+    keyword = cache_keyword(model)
     rows, inverse = unique_rows(prompt_ids)
     out = torch.zeros(completion_ids.shape, dtype=torch.float32, device=completion_ids.device)
     per_prompt = max(1, chunk // max(1, completion_ids.size(0) // len(rows)))
@@ -71,7 +80,7 @@ def cached_completion_logps(model, prompt_ids: torch.Tensor, prompt_mask: torch.
             members = torch.nonzero(torch.isin(inverse, prompts)).squeeze(1)
             first = model(input_ids=prompt_ids[rows[prompts]], attention_mask=prompt_mask[rows[prompts]],
                           use_cache=True, logits_to_keep=1)
-            cache = first.past_key_values
+            cache = getattr(first, keyword)
             mask = torch.cat([prompt_mask[members], completion_mask[members]], dim=1)
             if cache is None:  # no cache (gradient checkpointing in train mode turns it off): one full pass
                 ids = torch.cat([prompt_ids[members], completion_ids[members]], dim=1)
@@ -84,7 +93,7 @@ def cached_completion_logps(model, prompt_ids: torch.Tensor, prompt_mask: torch.
             logits = first.logits[position, -1:]
             if completion_ids.size(1) > 1:
                 rest = model(input_ids=completion_ids[members, :-1], attention_mask=mask[:, :-1],
-                             past_key_values=cache, use_cache=False).logits
+                             use_cache=False, **{keyword: cache}).logits
                 logits = torch.cat([logits, rest], dim=1)
             logits = logits.float() / temperature
             out[members] = torch.log_softmax(logits, -1).gather(-1, completion_ids[members, :, None]).squeeze(-1)

@@ -83,11 +83,12 @@ class TrainSpec(CurriculumSpec):
                 raise UsageError(f"--config {yaml_path}: not valid YAML ({str(e).splitlines()[0]})") from None
             if not isinstance(loaded, dict):
                 raise UsageError(f"{yaml_path}: expected a mapping of settings")
+            kinds = {name: kind for name, kind, _ in TRAIN_FIELDS} | {k: v[0] for k, v in option_flags().items()}
             for key, value in loaded.items():
                 name = key.replace("-", "_")
                 if name not in names | knobs:
                     raise UsageError(f"{yaml_path}: unknown setting {key!r}; settings: {', '.join(sorted(names | knobs))}")
-                (options if name in knobs else values)[name] = value
+                (options if name in knobs else values)[name] = _convert(yaml_path, key, value, kinds[name])
         for key, value in cli.items():
             if value is not None:
                 (options if key in knobs else values)[key] = value
@@ -96,9 +97,16 @@ class TrainSpec(CurriculumSpec):
         return spec
 
     def validate(self) -> None:
-        """Checks that need no model: the algorithm exists and owns every option given."""
+        """Checks that need no model: every number in its range, the algorithm exists and owns
+        every option given."""
         from mmnp.trainers.algorithms import algorithm_names, own_options
 
+        for name, low, what in _LOWER_BOUNDS:
+            value = getattr(self, name)
+            if value is not None and not value >= low:
+                raise UsageError(f"--{name.replace('_', '-')} {value}: must be {what}")
+        if self.temperature is not None and not self.temperature > 0:
+            raise UsageError(f"--temperature {self.temperature}: must be positive")
         if not self.model:
             raise UsageError("--model is required (a local path or hub id; `mmnp tiny-model` makes a local one)")
         if self.algo not in algorithm_names():
@@ -116,6 +124,43 @@ class TrainSpec(CurriculumSpec):
             raise UsageError("--algo disa needs --logz DIR from `mmnp disa fit`")
         if curriculum_spec(self) is not None and self.data is not None:
             raise UsageError("--curriculum generates its instances level by level; drop --data")
+
+
+_LOWER_BOUNDS = (("max_steps", 1, "at least 1"), ("num_generations", 2, "at least 2 (GRPO's advantage compares "
+                                                                             "completions within a group)"),
+                 ("per_device_train_batch_size", 1, "at least 1"), ("gradient_accumulation_steps", 1, "at least 1"),
+                 ("steps_per_generation", 1, "at least 1"), ("num_iterations", 1, "at least 1"),
+                 ("count", 1, "at least 1"), ("max_completion_length", 1, "at least 1"),
+                 ("learning_rate", 0.0, ">= 0"), ("beta", 0.0, ">= 0"), ("logging_steps", 1, "at least 1"),
+                 ("save_steps", 1, "at least 1"), ("image_size", 1, "at least 1"))
+
+
+def _convert(path: str | Path, key: str, value: Any, kind: type) -> Any:
+    """A YAML value as the setting's type, or one line naming the file, the key and what is
+    expected. YAML 1.1 (PyYAML) reads `1e-6` as a string and `1.0e-6` as a float: both are
+    the number meant; `abc` for a number, or a list for a string, is refused."""
+    if value is None:
+        return None
+    where = f"{path}: {key}: "
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        raise UsageError(where + f"expected true or false, got {value!r}")
+    if kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise UsageError(where + f"expected a number, got {value!r}")
+        try:
+            number = float(value)
+            if kind is int and number != int(number):
+                raise ValueError
+        except (TypeError, ValueError, OverflowError):
+            raise UsageError(where + f"expected {'an integer' if kind is int else 'a number'}, got {value!r}") from None
+        return int(number) if kind is int else number
+    if kind is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise UsageError(where + f"expected text, got {value!r}")
+    return value
 
 
 def _base_type(hint: Any) -> type:

@@ -2,7 +2,8 @@
 moves by alpha * (c(q) - c(o|q)), where c is the exponentiated mean of the lowest 20% of
 token log-probabilities (of the prompt, of the answer): over-confident correct answers
 gain less, under-explored ones more. The cost: one no-grad forward of the completions
-(unless TRL already made one) and one of each distinct prompt."""
+(unless TRL already made one) and one of each distinct prompt. At alpha 0 it is GRPO, to
+the bit: nothing it computes enters GRPO's loss except the shifted advantages."""
 
 from __future__ import annotations
 
@@ -47,9 +48,9 @@ class ProGRPOTrainer(MMNPTrainer):
     display_metrics = ("progrpo/confidence_gap",)
 
     def on_scored(self, batch: dict, scores: GroupScores) -> dict:
-        answer_logps = batch.get("old_per_token_logps")
-        if answer_logps is None:
-            answer_logps = batch["old_per_token_logps"] = self.no_grad_logps(self.model, batch)
+        answer_logps = batch.get("old_per_token_logps")  # TRL's own when it made them; never inserted here,
+        if answer_logps is None:  # so GRPO's surrogate takes the same numerical path as plain GRPO's
+            answer_logps = self.no_grad_logps(self.model, batch)
         mask = self.completion_mask(batch)
         fraction = self.args.progrpo_fraction
         rows, inverse = self.unique_prompts(batch)  # c(q) once per distinct prompt, not G times

@@ -12,8 +12,11 @@ carry over; it only keeps the labels' scale independent of length. Estimation an
 use the one chosen here.
 
 The proposals are drawn by plain ancestral sampling at temperature 1 with every logits
-processor off (a checkpoint's generation_config, e.g. a repetition penalty, is ignored), so
-log p_T, scored by teacher forcing, is the density the samples were drawn from.
+processor off, so log p_T, scored by teacher forcing, is the density the samples were drawn
+from. A checkpoint's generation_config is not merely overridden field by field (transformers
+fills every field a call leaves unset from it: min_p, no_repeat_ngram_size, bad_words_ids,
+suppress_tokens, forced_eos_token_id, ...): while proposals are drawn the model carries a
+fresh GenerationConfig, so only transformers' global defaults and the fields set here apply.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -106,13 +110,30 @@ class _Proposals(Protocol):
 
 
 def plain_sampling(tokenizer, max_tokens: int):
-    """A GenerationConfig with every logits processor off: the checkpoint's own defaults
-    (repetition penalty, top-k/p, ...) would make log p_T differ from the sampling density."""
+    """A GenerationConfig with every logits processor off (transformers' global defaults
+    include top_k 50: set to 0 here). Use it under `without_checkpoint_defaults`, or the
+    checkpoint's own fields fill whatever this leaves unset."""
     from transformers import GenerationConfig
 
     return GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, repetition_penalty=1.0,
                             max_new_tokens=max_tokens, eos_token_id=tokenizer.eos_token_id,
                             pad_token_id=tokenizer.pad_token_id)
+
+
+@contextmanager
+def without_checkpoint_defaults(model):
+    """The model's generation_config replaced by a fresh one while generating: transformers
+    reads every field a call leaves unset from it, and a processor field has no neutral
+    value to pin (forced_eos_token_id, bad_words_ids, ...), so the checkpoint's are kept out
+    wholesale."""
+    from transformers import GenerationConfig
+
+    saved = model.generation_config
+    model.generation_config = GenerationConfig()
+    try:
+        yield
+    finally:
+        model.generation_config = saved
 
 
 class TransformersProposals:
@@ -123,7 +144,7 @@ class TransformersProposals:
         torch.manual_seed(seed)
         ids = torch.tensor([prompt_ids] * n, device=self.device)
         eos = self.tokenizer.eos_token_id
-        with torch.no_grad():
+        with torch.no_grad(), without_checkpoint_defaults(self.model):
             generated = self.model.generate(ids, attention_mask=torch.ones_like(ids),
                                             generation_config=plain_sampling(self.tokenizer, max_tokens))
         completions = []
