@@ -160,11 +160,12 @@ def read_dimacs(text: str, where: str, complement: bool = False) -> tuple[int, l
     return n, [list(e) for e in sorted(edges)]
 
 
-def read_orlib(text: str, where: str) -> tuple[str, dict]:
+def read_orlib(text: str, where: str, unit_costs: bool = False) -> tuple[str, dict]:
     """An OR-Library style file -> (task, data), the kind told by its shape:
     knapsack (`n capacity`, then n lines `value weight`), Steiner triple covering
     (`n m`, then m lines of 3 points) or unicost set cover (OR-Library scp: `m n`, n costs,
-    then per row its column count and columns). Elements are the rows (triples)."""
+    then per row its column count and columns). Elements are the rows (triples).
+    `unit_costs`: read a weighted scp file as its unicost variant (costs ignored)."""
     tokens = text.split()
     nums = _numbers(tokens, where)
     if len(nums) < 2:
@@ -187,7 +188,7 @@ def read_orlib(text: str, where: str) -> tuple[str, dict]:
     rows, cols = a, b
     if len(nums) < 2 + cols:
         raise DataError(f"{where}: not a knapsack, Steiner triple or OR-Library set cover file (too few numbers)")
-    if any(c != 1 for c in nums[2:2 + cols]):
+    if not unit_costs and any(c != 1 for c in nums[2:2 + cols]):
         raise DataError(f"{where}: weighted set cover (costs other than 1): mmnp's set_cover counts subsets, "
                         "so only unicost files can be imported")
     subsets = [[] for _ in range(cols)]
@@ -206,7 +207,8 @@ def read_orlib(text: str, where: str) -> tuple[str, dict]:
     return "set_cover", {"universe": rows, "subsets": subsets}
 
 
-def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = False) -> Published:
+def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = False,
+              unit_costs: bool = False) -> Published:
     """One file of format `fmt` as a Published instance (no optimum attached)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -226,7 +228,7 @@ def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = 
             raise DataError(f"{where}: a graph without edges has no cycle")
         return Published(task, path.stem + ("-complement" if complement else ""), {"n": n, "edges": edges}, path.name)
     if fmt == "orlib":
-        kind, data = read_orlib(text, where)
+        kind, data = read_orlib(text, where, unit_costs)
         if task not in (None, kind):
             raise UsageError(f"--task {task}: {where} is a {kind} file")
         return Published(kind, path.stem, data, path.name)
@@ -245,7 +247,8 @@ def classic_instances() -> list[Published]:
     meta = json.loads((folder / CLASSIC_META).read_text())
     out = []
     for entry in meta["instances"]:
-        item = read_file(entry["format"], folder / entry["file"], entry["task"], entry.get("complement", False))
+        item = read_file(entry["format"], folder / entry["file"], entry["task"], entry.get("complement", False),
+                         entry.get("unit_costs", False))
         out.append(replace(item, name=entry["name"], optimum=entry["optimum"], proven=entry["proven"],
                            source=entry["source"]))
     return out
