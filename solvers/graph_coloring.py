@@ -109,10 +109,11 @@ def heuristic(data: dict) -> list[int]:
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:
-    """CP-SAT on colour indices with a large clique's colours fixed (symmetry breaking)."""
+    """CP-SAT on colour indices (as many as DSatur needs) with a large clique's colours fixed
+    (symmetry breaking)."""
     from ortools.sat.python import cp_model
 
-    n, upper = data["n"], max(hint)
+    n, upper = data["n"], max(dsatur(_adjacency(data)), default=1)
     model = cp_model.CpModel()
     x = [model.NewIntVar(0, upper - 1, "") for _ in range(n)]
     for u, v in data["edges"]:
@@ -123,13 +124,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     used = model.NewIntVar(1, upper, "")
     model.AddMaxEquality(used, [xi + 1 for xi in x])
     model.Minimize(used)
-    # rename the hint's colours so the clique's match the fixed ones
-    rename = {hint[v]: i for i, v in enumerate(clique)}
-    for c in sorted(set(hint)):
-        rename.setdefault(c, len(rename))
-    for xi, c in zip(x, hint):
-        model.AddHint(xi, rename[c])
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    if not proven and cpsat.settles(solver, len(set(hint)), minimize=True):
+        return hint, True
     return [solver.Value(xi) + 1 for xi in x], proven
 
 

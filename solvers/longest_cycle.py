@@ -90,12 +90,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     model.AddCircuit(arcs)
     model.Add(sum(skip) <= n - 3)
     model.Maximize(n - sum(skip))
-    hinted = set(zip(hint, hint[1:] + hint[:1]))
-    for key, lit in lits.items():
-        model.AddHint(lit, key in hinted)
-    for v in range(n):
-        model.AddHint(skip[v], v not in hint)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    if not proven and cpsat.settles(solver, len(hint), minimize=False):
+        return hint, True
     succ = {a: b for (a, b), lit in lits.items() if solver.Value(lit)}
     start = min(succ)
     cycle = [start]

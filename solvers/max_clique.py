@@ -230,8 +230,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
             if not masks[u] >> v & 1:
                 model.AddBoolOr([x[u].Not(), x[v].Not()])
     model.Maximize(sum(x))
-    cpsat.hint_subset(model, x, hint)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    if not proven and cpsat.settles(solver, len(hint), minimize=False):
+        return hint, True
     return cpsat.selected(solver, x), proven
 
 

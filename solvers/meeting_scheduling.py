@@ -241,10 +241,9 @@ def optimal(data: dict, time_limit: float, hint: list[list]) -> tuple[list[list]
     for intervals in list(by_room.values()) + list(by_person.values()):
         model.AddNoOverlap(intervals)
     model.Maximize(sum(len(data["meetings"][m]["attendees"]) * lit for (m, _, _), lit in chosen.items()))
-    hinted = {(m, r, minutes(s)) for m, r, s in hint}
-    for key, lit in chosen.items():
-        model.AddHint(lit, key in hinted)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    if not proven and cpsat.settles(solver, sum(len(data["meetings"][m]["attendees"]) for m, _, _ in hint), False):
+        return hint, True
     return sorted([m, r, hhmm(s)] for (m, r, s), lit in chosen.items() if solver.Value(lit)), proven
 
 

@@ -103,11 +103,14 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
         model.AddBoolOr([x[u].Not(), x[v], y])
         cut.append(y)
     model.Minimize(sum(cut))
-    cpsat.hint_subset(model, x, hint)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
     half = cpsat.selected(solver, x)
     if proven:
         return half, True
+    hinted = np.zeros(n, dtype=bool)
+    hinted[hint] = True
+    if cpsat.settles(solver, _cut(_matrix(data), hinted), minimize=True):
+        return hint, True
     # CP-SAT stopped early: its split may still lose to a swap, so finish it by local search
     side = np.zeros(n, dtype=bool)
     side[half] = True

@@ -298,8 +298,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     for e in range(1, data["universe"] + 1):
         model.AddBoolOr([x[i] for i, s in enumerate(subsets) if e in s])
     model.Minimize(sum(x))
-    cpsat.hint_subset(model, x, hint)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    if not proven and cpsat.settles(solver, len(hint), minimize=True):
+        return hint, True
     return cpsat.selected(solver, x), proven
 
 
