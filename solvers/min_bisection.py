@@ -37,14 +37,17 @@ def kernighan_lin(w: np.ndarray, side: np.ndarray) -> np.ndarray:
         d_a, d_b = np.where(s, d, -np.inf), np.where(s, -np.inf, d)
         sign = np.where(s, 1.0, -1.0)  # +1 on A's side (the unlocked keep their side in a pass)
         gains, swaps = [], []
+        g, change = np.empty((n, n)), np.empty(n)  # reused buffers: the step is allocation-bound
         for _ in range(min(s.sum(), (~s).sum())):
-            g = d_a[:, None] + d_b[None, :] - w2
+            np.add(d_a[:, None], d_b[None, :], out=g)
+            g -= w2
             k = int(np.argmax(g))
             a, b = divmod(k, n)
             gains.append(int(g.flat[k]))
             swaps.append((a, b))
             # moving a to B and b to A changes every other vertex's external-internal balance
-            change = sign * (w2[a] - w2[b])
+            np.subtract(w2[a], w2[b], out=change)
+            change *= sign
             d_a += change
             d_b += change
             d_a[a] = d_b[b] = -np.inf
