@@ -1,8 +1,10 @@
-"""Longest cycle: a graph with a planted Hamiltonian cycle (so the optimum is n)."""
+"""Longest cycle: a graph with a planted Hamiltonian cycle (so the optimum is n); without it
+(`planted` false) a random graph near the Hamiltonicity threshold, whose longest cycle no one
+knows in advance (it may or may not be Hamiltonian)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,6 +18,8 @@ from mmnp.render import BLUE, Canvas
 class Config:
     n: tuple[int, int] | int = (20, 30)
     density: float | tuple[float, float] = 0.3
+    # added with the hard upper levels, so recorded only when set (older datasets regenerate)
+    planted: bool = field(default=True, metadata={"recorded": "when_set"})
 
 
 PRESETS = {
@@ -40,6 +44,8 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
     n, density = params["n"], params["density"]
     if n < 3:
         raise ValueError(f"longest_cycle needs n >= 3, got {n}")
+    if not params.get("planted", True):
+        return _random_graph(n, density, rng), None
     cycle = [int(v) for v in rng.permutation(n)]
     edges = {(min(a, b), max(a, b)) for a, b in zip(cycle, cycle[1:] + cycle[:1])}
     pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if (u, v) not in edges]
@@ -48,6 +54,41 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
     edges |= random_edges(rng, pairs, p)
     start = cycle.index(0)
     return {"n": n, "edges": [list(e) for e in sorted(edges)]}, cycle[start:] + cycle[:start]
+
+
+def _random_graph(n: int, p: float, rng: np.random.Generator) -> dict:
+    """G(n, p), plus an edge closing a cycle in each tree component of three or more
+    vertices (so there is always a cycle to find, and no vertex is left without one by chance)."""
+    pairs = [(u, v) for u in range(n) for v in range(u + 1, n)]
+    edges = random_edges(rng, pairs, p)
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    cyclic: set[int] = set()
+    for u, v in sorted(edges):
+        a, b = find(u), find(v)
+        if a == b:
+            cyclic.add(a)
+        else:
+            parent[a] = b
+            if a in cyclic:
+                cyclic.add(b)
+    groups: dict[int, list[int]] = {}
+    for v in range(n):
+        groups.setdefault(find(v), []).append(v)
+    for root, members in sorted(groups.items()):
+        if root not in cyclic and len(members) >= 3:  # a tree: join two of its vertices not yet adjacent
+            missing = [(u, v) for i, u in enumerate(members) for v in members[i + 1:] if (u, v) not in edges]
+            edges.add(missing[int(rng.integers(len(missing)))])
+    if not any(len(m) >= 3 for m in groups.values()):  # no component can hold a cycle: a triangle
+        a, b, c = sorted(int(v) for v in rng.choice(n, size=3, replace=False))
+        edges |= {(a, b), (a, c), (b, c)}
+    return {"n": n, "edges": [list(e) for e in sorted(edges)]}
 
 
 def prompt(data: dict) -> str:
