@@ -65,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
     args = parser.parse_args(argv)
     tasks = set(args.tasks.split(",")) if args.tasks else None
-    items, missing = published(args.dir, tasks)
+    items, missing = published(args.dir, tasks) if args.dir else ([], [])
     if not args.no_classic:
-        items = [i for i in classic_instances() if not tasks or i.task in tasks] + items
+        shipped = [i for i in classic_instances() if not tasks or i.task in tasks]
+        seen = {(i.task, i.name) for i in shipped}
+        items = shipped + [i for i in items if (i.task, i.name) not in seen]
     print(f"{'task':15s} {'instance':26s} {'size':>14s} {'best':>9s} {'heur':>9s} {'gap':>7s} {'cpu s':>7s}"
           + (f" {'exact':>9s} {'proven':>6s} {'cpu s':>7s}" if args.exact else ""), flush=True)
     rows, worst = [], {}
