@@ -1,6 +1,8 @@
-"""Longest cycle: a graph with a planted Hamiltonian cycle (so the optimum is n); without it
-(`planted` false) a random graph near the Hamiltonicity threshold, whose longest cycle no one
-knows in advance (it may or may not be Hamiltonian)."""
+"""Longest cycle: a graph with a planted Hamiltonian cycle (so the optimum is n); or, without
+one, a graph near the Hamiltonicity threshold whose longest cycle no one knows in advance:
+`family` random (G(n, p)) or geometric (points in the unit square joined below a radius, the
+hard one: its threshold is where the graph just holds together, and long cycles must thread
+through narrow places)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,16 @@ from mmnp.prompting import answer_instructions
 from mmnp.render import BLUE, Canvas
 
 
+FAMILIES = ("planted", "random", "geometric")
+
+
 @dataclass(frozen=True)
 class Config:
     n: tuple[int, int] | int = (20, 30)
     density: float | tuple[float, float] = 0.3
-    # added with the hard upper levels, so recorded only when set (older datasets regenerate)
-    planted: bool = field(default=True, metadata={"recorded": "when_set"})
+    # added with the hard upper levels, so recorded only when set (older datasets regenerate);
+    # for the geometric family, `density` is the chance that two points lie within the radius
+    family: str = field(default="planted", metadata={"choices": FAMILIES, "recorded": "when_set"})
 
 
 PRESETS = {
@@ -44,8 +50,16 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
     n, density = params["n"], params["density"]
     if n < 3:
         raise ValueError(f"longest_cycle needs n >= 3, got {n}")
-    if not params.get("planted", True):
-        return _random_graph(n, density, rng), None
+    family = params.get("family", "planted")
+    if family == "random":
+        pairs = [(u, v) for u in range(n) for v in range(u + 1, n)]
+        return _with_a_cycle(n, random_edges(rng, pairs, density), rng), None
+    if family == "geometric":
+        xy = rng.random((n, 2))
+        near = np.hypot(*(xy[:, None, :] - xy[None, :, :]).transpose(2, 0, 1)) < np.sqrt(density / np.pi)
+        return _with_a_cycle(n, {(u, v) for u, v in zip(*np.nonzero(np.triu(near, 1)))}, rng), None
+    if family != "planted":
+        raise ValueError(f"longest_cycle family {family!r}: expected one of {', '.join(FAMILIES)}")
     cycle = [int(v) for v in rng.permutation(n)]
     edges = {(min(a, b), max(a, b)) for a, b in zip(cycle, cycle[1:] + cycle[:1])}
     pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if (u, v) not in edges]
@@ -56,11 +70,10 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
     return {"n": n, "edges": [list(e) for e in sorted(edges)]}, cycle[start:] + cycle[:start]
 
 
-def _random_graph(n: int, p: float, rng: np.random.Generator) -> dict:
-    """G(n, p), plus an edge closing a cycle in each tree component of three or more
+def _with_a_cycle(n: int, edges: set[tuple[int, int]], rng: np.random.Generator) -> dict:
+    """The graph, plus an edge closing a cycle in each tree component of three or more
     vertices (so there is always a cycle to find, and no vertex is left without one by chance)."""
-    pairs = [(u, v) for u in range(n) for v in range(u + 1, n)]
-    edges = random_edges(rng, pairs, p)
+    edges = {(int(u), int(v)) for u, v in edges}
     parent = list(range(n))
 
     def find(x: int) -> int:

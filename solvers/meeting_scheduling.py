@@ -12,6 +12,7 @@ GRID = 15  # minutes between the random baseline's start times
 ORDERS = 6
 EXACT_NODES = 20_000  # placements the exact search may try before the GRASP answer stands
 EXACT_MEETINGS = 12  # the exact search lists the sets of up to this many schedulable meetings
+RUINS_PER_MEETING = 20  # ruin-and-recreate rounds per meeting when the exact search cannot run
 
 
 def candidate_starts(data: dict) -> list[int]:
@@ -98,8 +99,10 @@ class _Calendar:
             del self.person[p][m]
 
 
-def _greedy(order: list[int], options: list, data: dict) -> dict[int, tuple[int, int, int]]:
-    calendar = _Calendar(data)
+def _greedy(order: list[int], options: list, data: dict,
+            plan: dict[int, tuple[int, int, int]] | None = None) -> dict[int, tuple[int, int, int]]:
+    """`plan` (empty by default) plus each meeting of `order` at its first placement that fits."""
+    calendar = _Calendar(data, plan)
     for m in order:
         place = next((p for p in options[m] if calendar.fits(m, p)), None)
         if place is not None:
@@ -161,7 +164,30 @@ def heuristic(data: dict) -> list[list]:
     better = exact(data, options, _value(best, data), EXACT_NODES)
     if better is not None:
         best = better
+    elif len([m for m in range(n) if options[m]]) > EXACT_MEETINGS:
+        best = _ruin_and_recreate(best, options, data, RUINS_PER_MEETING * n, rng)
     return sorted([m, r, hhmm(s)] for m, (r, s, _) in best.items())
+
+
+def _ruin_and_recreate(plan: dict, options: list, data: dict, rounds: int, rng: np.random.Generator) -> dict:
+    """Large neighbourhood search (Schrimpf et al.'s ruin and recreate): unschedule a quarter of
+    the scheduled meetings at random, reschedule the unscheduled ones largest first (ties at
+    random) at their first fitting placement, then the exchanges; keep the result when it
+    seats at least as many."""
+    sizes = [len(m["attendees"]) for m in data["meetings"]]
+    best, best_value = plan, _value(plan, data)
+    for _ in range(rounds):
+        kept = sorted(best)
+        drop = set(rng.choice(kept, size=max(1, len(kept) // 4), replace=False).tolist()) if kept else set()
+        base = {m: place for m, place in best.items() if m not in drop}
+        waiting = [m for m in range(len(options)) if m not in base and options[m]]
+        noise = rng.random(len(waiting))
+        order = [m for _, _, m in sorted(zip([-sizes[m] for m in waiting], noise, waiting))]
+        trial = _exchange(_greedy(order, options, data, base), options, data)
+        value = _value(trial, data)
+        if value >= best_value:
+            best, best_value = trial, value
+    return best
 
 
 def exact(data: dict, options: list, beat: int, nodes: int) -> dict | None:
