@@ -69,17 +69,17 @@ LEVELS: dict[str, tuple[str | dict[str, Any], ...]] = {
          "planted_fraction": (0.2, 0.35)},
     ),
     # past bench: random geometric graphs (points in the unit square joined below a radius) near
-    # their Hamiltonicity threshold, about 7 neighbours a vertex, no planted cycle: long cycles
+    # their Hamiltonicity threshold, about 6 neighbours a vertex, no planted cycle: long cycles
     # must thread through narrow places, and CP-SAT's bound stays far off (G(n, p) at its own
     # threshold, or unbalanced bipartite graphs, it settles in hundredths of a second)
     "longest_cycle": (
         {"n": (8, 12), "density": 0.3}, "easy", "medium", "hard",
         {"n": (40, 50), "density": 0.3},
-        {"n": (60, 75), "density": 0.105, "family": "geometric"},
-        {"n": (75, 95), "density": 0.085, "family": "geometric"},
-        {"n": (95, 120), "density": 0.066, "family": "geometric"},
-        {"n": (120, 150), "density": 0.053, "family": "geometric"},
-        {"n": (150, 180), "density": 0.044, "family": "geometric"},
+        {"n": (60, 75), "density": 0.09, "family": "geometric"},
+        {"n": (75, 95), "density": 0.071, "family": "geometric"},
+        {"n": (95, 120), "density": 0.056, "family": "geometric"},
+        {"n": (120, 150), "density": 0.045, "family": "geometric"},
+        {"n": (150, 180), "density": 0.037, "family": "geometric"},
     ),
     # past bench: hidden cliques (Brockington & Culberson, DIMACS's brock family): the members'
     # degrees are evened out, and the clique is barely larger than the graph's natural ones
