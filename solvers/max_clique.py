@@ -17,7 +17,7 @@ WARM_STEPS = 3_000  # local-search steps for an incumbent before the full branch
 NODES = 60_000  # branch-and-bound nodes (about 1 s at 200 vertices) before the long local search
 STEPS_PER_VERTEX = 1_000  # local-search steps per vertex, at most STEPS
 STEPS = 400_000
-PATIENCE = 100_000  # local-search steps without a larger clique before it stops
+PATIENCE = 30_000  # local-search steps without a larger clique before it stops
 PENALTY_DELAY = 2  # DLS-MC's pd: penalties decay every pd-th update (2 suits most DIMACS families)
 
 
