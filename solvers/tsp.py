@@ -184,7 +184,7 @@ def _or_opt(a, tour, pos, table, neighbours, renumber, push) -> bool:  # noqa: A
         if removal <= 0:
             continue
         best = None
-        for end, other in ((a, last), (last, a)):
+        for end, other in ((a, last), (last, a)) if k > 1 else ((a, a),):  # one city has one end
             for c in neighbours[end]:
                 to_c = table[end][c]
                 if to_c >= removal:
