@@ -3,11 +3,18 @@ verification speed, the worst time on hostile 1 MB inputs, the heuristic's gap t
 best-known objective, and our renderer against networkx + matplotlib.
 
     python benchmarks/bench_tasks.py [--tasks all] [--difficulty easy,medium,hard] [--count 100]
+    python benchmarks/bench_tasks.py --compare REV [--difficulty medium] [--repeat 3]
 
 Times are CPU seconds of this process (`time.process_time`; everything here is single-
-threaded), so the figures are per core and other work on the machine does not skew them.
+threaded), so the figures are per core; a loaded machine still slows them (shared caches,
+hyper-threads), which is why `--compare` runs the old and the new code side by side.
 
-Targets (medium): >= 100 instances/s with images; >= 50,000 verifications/s; < 20 ms
+`--compare REV` measures only generation speed (instances/s without and with images) of
+the code at git revision REV (built into a temporary folder, imported there by a child
+process) and of the working tree, alternating old and new per task and repeat, and prints
+the medians with the load average before and after.
+
+Targets (medium): >= 120 instances/s with images; >= 50,000 verifications/s; < 20 ms
 for any 1 MB input; heuristic within 5% of best-known on average; rendering >= 3x faster.
 """
 
@@ -16,8 +23,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import mmnp
 from mmnp.registry import resolve_tasks
@@ -120,6 +132,83 @@ def bench(task: Task, difficulty: str, count: int, optimal_count: int, size: int
     }
 
 
+def speed(name: str, difficulty: str, count: int, size: int) -> dict:
+    """Instances/s of one task and difficulty: generation alone, and generation plus picture
+    (Task.picture, as `mmnp generate` draws it), seeds 0..count-1."""
+    from mmnp.registry import get_task
+
+    task = get_task(name)
+    start = time.process_time()
+    for s in range(count):
+        task.generate(difficulty, s)
+    gen = count / (time.process_time() - start)
+    start = time.process_time()
+    for s in range(count):
+        task.picture(task.generate(difficulty, s), size)
+    return {"instances_per_s": gen, "instances_per_s_with_images": count / (time.process_time() - start)}
+
+
+def build_revision(rev: str, into: Path) -> Path:
+    """The package as it was at `rev`, installed (not editable) into a folder of its own."""
+    root = Path(__file__).resolve().parent.parent
+    src, site = into / "src", into / "site"
+    src.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(site), str(src)], check=True)
+    return site
+
+
+def compare(rev: str, names: list[str], difficulties: list[str], count: int, size: int, repeat: int) -> None:
+    """Old (REV) and new (working tree) generation speed, alternating per task and repeat."""
+    from rich.console import Console
+    from rich.table import Table
+
+    def load() -> str:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+    def child(site: Path | None, name: str, difficulty: str) -> dict:
+        env = dict(os.environ)
+        if site is not None:
+            env["PYTHONPATH"] = str(site)  # ahead of the editable install's finder
+        code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_tasks as b, mmnp; "
+                f"print(json.dumps({{**b.speed({name!r}, {difficulty!r}, {count}, {size}), 'from': mmnp.__file__}}))")
+        # run from the temporary folder: a child started in the checkout would import its `mmnp/` first
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp, capture_output=True, text=True,
+                              check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    console = Console(width=150)
+    with tempfile.TemporaryDirectory(prefix="mmnp-bench-") as tmp:
+        site = build_revision(rev, Path(tmp))
+        before = load()
+        runs: dict[tuple, list[dict]] = {}
+        with console.status("comparing") as status:
+            for name in names:
+                for difficulty in difficulties:
+                    for r in range(repeat):
+                        for label, where in (("old", site), ("new", None)):
+                            status.update(f"{name} {difficulty} {label} {r + 1}/{repeat}")
+                            result = child(where, name, difficulty)
+                            assert (label == "old") == result["from"].startswith(tmp), result["from"]
+                            runs.setdefault((name, difficulty, label), []).append(result)
+        after = load()
+    table = Table(title=f"generation speed, instances/s on one core (median of {repeat}, {count} instances each): "
+                        f"old = {rev}, new = working tree; load average before {before}, after {after}")
+    for col in ("task", "difficulty", "old", "new", "old +img", "new +img", "new/old +img"):
+        table.add_column(col, justify="right")
+    for name in names:
+        for difficulty in difficulties:
+            med = {label: {k: statistics.median(r[k] for r in runs[name, difficulty, label])
+                           for k in ("instances_per_s", "instances_per_s_with_images")} for label in ("old", "new")}
+            table.add_row(name, difficulty, f"{med['old']['instances_per_s']:.0f}", f"{med['new']['instances_per_s']:.0f}",
+                          f"{med['old']['instances_per_s_with_images']:.0f}",
+                          f"{med['new']['instances_per_s_with_images']:.0f}",
+                          f"{med['new']['instances_per_s_with_images'] / med['old']['instances_per_s_with_images']:.2f}")
+    console.print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", default="all")
@@ -128,7 +217,13 @@ def main() -> None:
     parser.add_argument("--optimal-count", type=int, default=10, help="instances per cell solved exactly")
     parser.add_argument("--size", type=int, default=768)
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--compare", metavar="REV", help="generation speed of git revision REV against the working tree")
+    parser.add_argument("--repeat", type=int, default=3, help="--compare: runs per task, old and new alternating")
     args = parser.parse_args()
+    if args.compare:
+        compare(args.compare, [t.name for t in resolve_tasks(args.tasks)], args.difficulty.split(","), args.count,
+                args.size, args.repeat)
+        return
 
     from rich.console import Console
     from rich.table import Table

@@ -1,8 +1,10 @@
-"""Graph colouring: a graph with a planted k-colouring and a planted k-clique (so chi = k)."""
+"""Graph colouring: a graph with a planted k-colouring and a planted k-clique (so chi = k);
+without the clique (`clique` false) and near the k-colourability threshold, the lower bound
+that proves the planted colouring optimal is what makes the instance hard."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
@@ -19,6 +21,8 @@ class Config:
     n: tuple[int, int] | int = (15, 22)
     colours: tuple[int, int] | int = (4, 6)
     density: float | tuple[float, float] = 0.35
+    # added with the hard upper levels, so recorded only when set (older datasets regenerate)
+    clique: bool = field(default=True, metadata={"recorded": "when_set"})
 
 
 PRESETS = {
@@ -47,7 +51,8 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
     pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if colour[u] != colour[v]]
     p = min(1.0, density * n * (n - 1) / 2 / len(pairs))
     edges = random_edges(rng, pairs, p)
-    edges |= {(min(u, v), max(u, v)) for i, u in enumerate(representatives) for v in representatives[i + 1 :]}
+    if params.get("clique", True):
+        edges |= {(min(u, v), max(u, v)) for i, u in enumerate(representatives) for v in representatives[i + 1 :]}
     return {"n": n, "edges": [list(e) for e in sorted(edges)]}, [c + 1 for c in colour]
 
 

@@ -1,8 +1,12 @@
-"""Longest cycle: a graph with a planted Hamiltonian cycle (so the optimum is n)."""
+"""Longest cycle: a graph with a planted Hamiltonian cycle (so the optimum is n); or, without
+one, a graph near the Hamiltonicity threshold whose longest cycle no one knows in advance:
+`family` random (G(n, p)) or geometric (points in the unit square joined below a radius, the
+hard one: its threshold is where the graph just holds together, and long cycles must thread
+through narrow places)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -14,10 +18,16 @@ from mmnp.render import BLUE, Canvas
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 
+FAMILIES = ("planted", "random", "geometric")
+
+
 @dataclass(frozen=True)
 class Config:
     n: tuple[int, int] | int = (20, 30)
     density: float | tuple[float, float] = 0.3
+    # added with the hard upper levels, so recorded only when set (older datasets regenerate);
+    # for the geometric family, `density` is the chance that two points lie within the radius
+    family: str = field(default="planted", metadata={"choices": FAMILIES, "recorded": "when_set"})
 
 
 PRESETS = {
@@ -42,6 +52,16 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
     n, density = params["n"], params["density"]
     if n < 3:
         raise ValueError(f"longest_cycle needs n >= 3, got {n}")
+    family = params.get("family", "planted")
+    if family == "random":
+        pairs = [(u, v) for u in range(n) for v in range(u + 1, n)]
+        return _with_a_cycle(n, random_edges(rng, pairs, density), rng), None
+    if family == "geometric":
+        xy = rng.random((n, 2))
+        near = np.hypot(*(xy[:, None, :] - xy[None, :, :]).transpose(2, 0, 1)) < np.sqrt(density / np.pi)
+        return _with_a_cycle(n, {(u, v) for u, v in zip(*np.nonzero(np.triu(near, 1)))}, rng), None
+    if family != "planted":
+        raise ValueError(f"longest_cycle family {family!r}: expected one of {', '.join(FAMILIES)}")
     cycle = [int(v) for v in rng.permutation(n)]
     edges = {(min(a, b), max(a, b)) for a, b in zip(cycle, cycle[1:] + cycle[:1])}
     pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if (u, v) not in edges]
@@ -50,6 +70,40 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
     edges |= random_edges(rng, pairs, p)
     start = cycle.index(0)
     return {"n": n, "edges": [list(e) for e in sorted(edges)]}, cycle[start:] + cycle[:start]
+
+
+def _with_a_cycle(n: int, edges: set[tuple[int, int]], rng: np.random.Generator) -> dict:
+    """The graph, plus an edge closing a cycle in each tree component of three or more
+    vertices (so there is always a cycle to find, and no vertex is left without one by chance)."""
+    edges = {(int(u), int(v)) for u, v in edges}
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    cyclic: set[int] = set()
+    for u, v in sorted(edges):
+        a, b = find(u), find(v)
+        if a == b:
+            cyclic.add(a)
+        else:
+            parent[a] = b
+            if a in cyclic:
+                cyclic.add(b)
+    groups: dict[int, list[int]] = {}
+    for v in range(n):
+        groups.setdefault(find(v), []).append(v)
+    for root, members in sorted(groups.items()):
+        if root not in cyclic and len(members) >= 3:  # a tree: join two of its vertices not yet adjacent
+            missing = [(u, v) for i, u in enumerate(members) for v in members[i + 1:] if (u, v) not in edges]
+            edges.add(missing[int(rng.integers(len(missing)))])
+    if not any(len(m) >= 3 for m in groups.values()):  # no component can hold a cycle: a triangle
+        a, b, c = sorted(int(v) for v in rng.choice(n, size=3, replace=False))
+        edges |= {(a, b), (a, c), (b, c)}
+    return {"n": n, "edges": [list(e) for e in sorted(edges)]}
 
 
 def prompt(data: dict) -> str:

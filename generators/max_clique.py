@@ -1,8 +1,10 @@
-"""Maximum clique: a random graph with a planted clique larger than its natural ones."""
+"""Maximum clique: a random graph with a planted clique larger than its natural ones; `hidden`
+camouflages it (Brockington & Culberson's hidden cliques, as in DIMACS's brock graphs): its
+members' other edges are thinner, so that their degrees do not stand out."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,6 +21,8 @@ class Config:
     n: tuple[int, int] | int = (12, 20)
     clique: tuple[int, int] | int = (5, 7)
     density: float | tuple[float, float] = 0.35
+    # added with the hard upper levels, so recorded only when set (older datasets regenerate)
+    hidden: bool = field(default=False, metadata={"recorded": "when_set"})
 
 
 # NP-Bench uses 4-8 / 8-12 / 12-16 vertices; larger graphs keep the task from being trivial.
@@ -44,7 +48,16 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
     clique = sorted(int(v) for v in rng.choice(n, size=k, replace=False))
     planted = {(u, v) for i, u in enumerate(clique) for v in clique[i + 1 :]}
     pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if (u, v) not in planted]
-    edges = planted | random_edges(rng, pairs, density)
+    if not params.get("hidden"):
+        edges = planted | random_edges(rng, pairs, density)
+        return {"n": n, "edges": [list(e) for e in sorted(edges)]}, clique
+    # a member has k - 1 clique edges; its other n - k pairs get the probability that leaves its
+    # expected degree equal to a non-member's (k of whose pairs touch the clique)
+    members = set(clique)
+    member = max(0.0, ((n - k - 1) * density - (k - 1)) / (n - 2 * k)) if n > 2 * k else density
+    chance = np.array([member if u in members or v in members else density for u, v in pairs])
+    keep = rng.random(len(pairs)) < chance
+    edges = planted | {pair for pair, kept in zip(pairs, keep) if kept}
     return {"n": n, "edges": [list(e) for e in sorted(edges)]}, clique
 
 

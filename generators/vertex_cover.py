@@ -1,8 +1,10 @@
-"""Vertex cover: a graph whose non-cover vertices form a planted independent set."""
+"""Vertex cover: a graph whose non-cover vertices form a planted independent set; `hidden`
+camouflages it (the complement of a hidden clique, as DIMACS's brock graphs hide theirs): the
+set's vertices get denser edges to the cover, so that their degrees do not stand out."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,6 +21,8 @@ class Config:
     n: tuple[int, int] | int = (20, 35)
     cover_fraction: float | tuple[float, float] = (0.35, 0.5)
     density: float | tuple[float, float] = 0.25  # edge probability for pairs touching the cover
+    # added with the hard upper levels, so recorded only when set (older datasets regenerate)
+    hidden: bool = field(default=False, metadata={"recorded": "when_set"})
 
 
 PRESETS = {
@@ -43,7 +47,15 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
     cover = sorted(int(v) for v in rng.choice(n, size=k, replace=False))
     in_cover = set(cover)
     pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if u in in_cover or v in in_cover]
-    edges = random_edges(rng, pairs, p)
+    if params.get("hidden") and 2 * k > n:
+        # an outside vertex has only the k cover vertices as possible neighbours, a cover vertex
+        # n - 1: pairs reaching outside get the probability that evens their expected degrees
+        across = (k - 1) * p / (2 * k - n)
+        chance = np.array([p if u in in_cover and v in in_cover else min(1.0, across) for u, v in pairs])
+        keep = rng.random(len(pairs)) < chance
+        edges = {pair for pair, kept in zip(pairs, keep) if kept}
+    else:
+        edges = random_edges(rng, pairs, p)
     outside = [v for v in range(n) if v not in in_cover]
     for v in outside:  # no isolated vertex: each outside vertex hangs off some cover vertex
         if not any(v in e for e in edges):

@@ -15,7 +15,7 @@ solver's `proven` is true when CP-SAT proved it or it reaches a proven published
 Bounds (the MAX_* constants below, checked before anything is allocated for them): files up to
 8 MiB; graphs up to 1,000 vertices and 50,000 edges (a complement too); TSPLIB up to 1,000
 cities with integer coordinates within +-100,000 and each axis spanning at most 100,000;
-knapsack up to 1,000 items with weights and values 1..10^9; set cover up to 5,000 elements,
+knapsack up to 1,000 items with weights and values 1..10^9; set cover up to 10,000 elements,
 1,000 subsets and 50,000 memberships. A file outside them, or malformed, is refused in one
 line naming `file:line` and what to do; a published optimum (`--optima`, classic.json) that is
 no whole number, or that the instance's own solutions contradict, is refused too.
@@ -54,7 +54,7 @@ MAX_EDGES = 50_000
 MAX_CITIES = 1_000  # TSPLIB
 MAX_COORDINATE = 100_000  # TSPLIB: |x|, |y| and the span of each axis (the picture's grid)
 MAX_ITEMS = 1_000  # OR-Library knapsack
-MAX_ELEMENTS = 5_000  # set cover: the universe (OR-Library scp rows, Steiner triples)
+MAX_ELEMENTS = 10_000  # set cover: the universe (OR-Library scp rows, Steiner triples)
 MAX_SUBSETS = 1_000  # set cover: the subsets (scp columns, Steiner points)
 MAX_MEMBERSHIPS = 50_000  # set cover: (subset, element) pairs in all
 

@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy._core import umath as _umath
 
 MIN_ANGLE = 7.0  # degrees between two edges at one vertex
 MAX_STARTS = 3  # force-directed placements tried, at most, before falling back to the panel
@@ -124,10 +125,15 @@ def spring(n: int, edges: np.ndarray, geo: Geometry, start: int, iterations: int
         adj[edges[:, 0], edges[:, 1]] = adj[edges[:, 1], edges[:, 0]] = 1.0
     k = 1.0 / math.sqrt(n)
     temp = 0.1
+    force = np.empty((n, n), dtype=complex)
     for _ in range(iterations):
         delta = z[:, None] - z[None, :]
         dist = np.maximum(np.abs(delta), 0.01)
-        disp = (delta * (k * k / (dist * dist) - adj * (dist / k))).sum(1)
+        pull = k * k / (dist * dist) - adj * (dist / k)
+        # delta * pull (a real factor) part by part: the products complex arithmetic forms
+        np.multiply(delta.real, pull, out=force.real)
+        np.multiply(delta.imag, pull, out=force.imag)
+        disp = force.sum(1)
         length = np.maximum(np.abs(disp), 1e-9)
         z = z + disp * (np.minimum(length, temp) / length)
         temp -= 0.1 / (iterations + 1)
@@ -157,9 +163,13 @@ def repair(pos: np.ndarray, edges: np.ndarray, geo: Geometry, rounds: int = 30) 
     tail, head = edges[:, 0], edges[:, 1]
     rows = np.arange(len(edges))
     not_self = np.eye(n) * 1e9
+    clip, minimum, maximum, absolute, bincount = _umath.clip, np.minimum, np.maximum, np.abs, np.bincount
 
     def pushes(at: np.ndarray, force: np.ndarray) -> np.ndarray:
-        return np.bincount(at, force.real, n) + 1j * np.bincount(at, force.imag, n)
+        out = np.empty(n, dtype=complex)  # the same sums as bincount(real) + 1j * bincount(imag)
+        out.real = bincount(at, force.real, n)
+        out.imag = bincount(at, force.imag, n)
+        return out
 
     for round_ in range(rounds):
         push = np.zeros(n, dtype=complex)
@@ -167,26 +177,30 @@ def repair(pos: np.ndarray, edges: np.ndarray, geo: Geometry, rounds: int = 30) 
         if len(edges):
             a, ab = z[tail], z[head] - z[tail]
             ap = z[None, :] - a[:, None]
-            t = np.clip((ap * ab.conj()[:, None]).real / np.maximum(np.abs(ab) ** 2, 1e-9)[:, None], 0, 1)
+            t = clip((ap * ab.conj()[:, None]).real / maximum(absolute(ab) ** 2, 1e-9)[:, None], 0, 1)
             away = ap - t * ab[:, None]  # from each edge's closest point to each vertex
-            dist = np.maximum(np.abs(away), 1e-6)
+            dist = maximum(absolute(away), 1e-6)
             dist[rows, tail] = dist[rows, head] = np.inf
             e_idx, w_idx = np.nonzero(dist < need_edge)
             crowded += len(e_idx)
             if len(e_idx):
-                force = away[e_idx, w_idx] / dist[e_idx, w_idx] * (need_edge - dist[e_idx, w_idx])
+                near = dist[e_idx, w_idx]
+                force = away[e_idx, w_idx] / near * (need_edge - near)
                 push += pushes(w_idx, 0.7 * force) - pushes(tail[e_idx], 0.3 * force) - pushes(head[e_idx], 0.3 * force)
         delta = z[:, None] - z[None, :]
-        d = np.abs(delta) + not_self
+        d = absolute(delta) + not_self
         i_idx, j_idx = np.nonzero(d < need_disc)
         crowded += len(i_idx)
         if len(i_idx):
             near = d[i_idx, j_idx]
-            push += pushes(i_idx, delta[i_idx, j_idx] / np.maximum(near, 1e-6) * (need_disc - near) / 2)
+            push += pushes(i_idx, delta[i_idx, j_idx] / maximum(near, 1e-6) * (need_disc - near) / 2)
         if not crowded or (round_ == HOPELESS_AFTER and crowded > n):
             break
         z = z + push
-        z = np.clip(z.real, lo_x, hi_x) + 1j * np.clip(z.imag, lo_y, hi_y)
+        moved = np.empty(n, dtype=complex)  # the same values as clip(real) + 1j * clip(imag)
+        moved.real = clip(z.real, lo_x, hi_x)
+        moved.imag = clip(z.imag, lo_y, hi_y)
+        z = moved
     return np.stack([z.real, z.imag], 1)
 
 

@@ -29,19 +29,27 @@ LEVELS: dict[str, tuple[str | dict[str, Any], ...]] = {
         {"n": (5, 9)}, "easy", "medium", "hard",
         {"n": (45, 55)}, {"n": (55, 70)}, {"n": (70, 90)}, {"n": (90, 115)}, {"n": (115, 145)}, {"n": (145, 180)},
     ),
+    # past bench: no planted clique, and more colours planted than such a graph needs, so the
+    # chromatic number is the random graph's own and CP-SAT must prove its lower bound
     "graph_coloring": (
         {"n": (5, 8), "colours": (2, 3), "density": 0.2}, "easy", "medium", "hard",
         {"n": (32, 40), "colours": (7, 9), "density": 0.5},
-        {"n": (40, 50), "colours": (8, 10), "density": 0.45},
-        {"n": (50, 60), "colours": (9, 11), "density": 0.4},
-        {"n": (60, 75), "colours": (10, 12), "density": 0.35},
-        {"n": (75, 90), "colours": (11, 13), "density": 0.3},
-        {"n": (90, 110), "colours": (12, 14), "density": 0.28},
+        {"n": (40, 50), "colours": (8, 10), "density": 0.45, "clique": False},
+        {"n": (50, 60), "colours": (9, 11), "density": 0.4, "clique": False},
+        {"n": (60, 75), "colours": (10, 12), "density": 0.35, "clique": False},
+        {"n": (75, 90), "colours": (11, 13), "density": 0.3, "clique": False},
+        {"n": (90, 110), "colours": (12, 14), "density": 0.28, "clique": False},
     ),
+    # past bench: the complement of a hidden clique (a planted independent set whose vertices'
+    # degrees are evened out, as DIMACS's brock graphs hide theirs) near the natural set size
     "vertex_cover": (
         {"n": (6, 10), "density": 0.35}, "easy", "medium", "hard",
-        {"n": (50, 65), "density": 0.18}, {"n": (65, 80), "density": 0.16}, {"n": (80, 100), "density": 0.14},
-        {"n": (100, 125), "density": 0.12}, {"n": (125, 150), "density": 0.1}, {"n": (150, 180), "density": 0.09},
+        {"n": (50, 65), "density": 0.18},
+        {"n": (70, 85), "cover_fraction": 0.7, "density": 0.12, "hidden": True},
+        {"n": (85, 100), "cover_fraction": 0.72, "density": 0.11, "hidden": True},
+        {"n": (100, 120), "cover_fraction": 0.74, "density": 0.1, "hidden": True},
+        {"n": (120, 140), "cover_fraction": 0.75, "density": 0.085, "hidden": True},
+        {"n": (140, 160), "cover_fraction": 0.77, "density": 0.075, "hidden": True},
     ),
     # past bench: Pisinger's strongly correlated items (value = weight + max_weight/10), then
     # inversely strongly correlated ones (weight = value + max_weight/10), with numbers large
@@ -60,19 +68,29 @@ LEVELS: dict[str, tuple[str | dict[str, Any], ...]] = {
         {"n": (260, 320), "family": "inverse_strong", "max_weight": 10_000_000, "max_value": 9_000_000,
          "planted_fraction": (0.2, 0.35)},
     ),
+    # past bench: random geometric graphs (points in the unit square joined below a radius) near
+    # their Hamiltonicity threshold, about 6 neighbours a vertex, no planted cycle: long cycles
+    # must thread through narrow places, and CP-SAT's bound stays far off (G(n, p) at its own
+    # threshold, or unbalanced bipartite graphs, it settles in hundredths of a second)
     "longest_cycle": (
         {"n": (8, 12), "density": 0.3}, "easy", "medium", "hard",
-        {"n": (40, 50), "density": 0.3}, {"n": (50, 65), "density": 0.25}, {"n": (65, 80), "density": 0.2},
-        {"n": (80, 100), "density": 0.15}, {"n": (100, 125), "density": 0.12}, {"n": (125, 150), "density": 0.1},
+        {"n": (40, 50), "density": 0.3},
+        {"n": (60, 75), "density": 0.09, "family": "geometric"},
+        {"n": (75, 95), "density": 0.071, "family": "geometric"},
+        {"n": (95, 120), "density": 0.056, "family": "geometric"},
+        {"n": (120, 150), "density": 0.045, "family": "geometric"},
+        {"n": (150, 180), "density": 0.037, "family": "geometric"},
     ),
+    # past bench: hidden cliques (Brockington & Culberson, DIMACS's brock family): the members'
+    # degrees are evened out, and the clique is barely larger than the graph's natural ones
     "max_clique": (
         {"n": (6, 8), "clique": (3, 4), "density": 0.3}, "easy", "medium", "hard",
         {"n": (30, 40), "clique": (8, 10), "density": 0.45},
-        {"n": (40, 50), "clique": (9, 11), "density": 0.5},
-        {"n": (50, 65), "clique": (10, 12), "density": 0.5},
-        {"n": (65, 80), "clique": (11, 13), "density": 0.5},
-        {"n": (80, 95), "clique": (12, 14), "density": 0.5},
-        {"n": (95, 110), "clique": (13, 15), "density": 0.5},
+        {"n": (60, 70), "clique": (10, 11), "density": 0.5, "hidden": True},
+        {"n": (70, 80), "clique": (10, 11), "density": 0.5, "hidden": True},
+        {"n": (80, 90), "clique": (11, 12), "density": 0.5, "hidden": True},
+        {"n": (90, 100), "clique": (11, 12), "density": 0.5, "hidden": True},
+        {"n": (100, 110), "clique": (11, 12), "density": 0.5, "hidden": True},
     ),
     "set_cover": (
         {"universe": (6, 10), "subsets": (4, 6)}, "easy", "medium", "hard",
@@ -98,14 +116,16 @@ LEVELS: dict[str, tuple[str | dict[str, Any], ...]] = {
         {"n": (110, 130), "p_in": (0.07, 0.12), "p_out": (0.02, 0.04)},
         {"n": (130, 150), "p_in": (0.06, 0.1), "p_out": (0.02, 0.035)},
     ),
+    # past bench: more meetings than the rooms can hold and people available most of the day,
+    # so that many schedules nearly tie and CP-SAT must search
     "meeting_scheduling": (
         {"meetings": (3, 4), "people": (3, 4), "rooms": (2, 3)}, "easy", "medium", "hard",
         {"meetings": (7, 9), "people": (6, 8), "rooms": (5, 6)},
-        {"meetings": (9, 11), "people": (7, 9), "rooms": (5, 7)},
-        {"meetings": (11, 14), "people": (8, 10), "rooms": (6, 7)},
-        {"meetings": (14, 17), "people": (9, 11), "rooms": (6, 8)},
-        {"meetings": (17, 21), "people": (10, 12), "rooms": (7, 8)},
-        {"meetings": (21, 25), "people": (11, 12), "rooms": (7, 9)},
+        {"meetings": (9, 11), "people": (7, 9), "rooms": (4, 5), "availability": (0.6, 0.8)},
+        {"meetings": (11, 14), "people": (8, 10), "rooms": (4, 5), "availability": (0.65, 0.85)},
+        {"meetings": (14, 17), "people": (9, 11), "rooms": (3, 4), "availability": (0.7, 0.9)},
+        {"meetings": (17, 21), "people": (10, 12), "rooms": (3, 4), "availability": (0.7, 0.9)},
+        {"meetings": (21, 25), "people": (11, 12), "rooms": (3, 4), "availability": (0.75, 0.9)},
     ),
 }
 

@@ -261,9 +261,15 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
     indent = 4 * space
     tokens = [row.split(" ") for row in rows]
     widths = [[_text_width(tok, size, False) for tok in toks] for toks in tokens]
+    full = []  # each row's width on one line, summed word by word as `_wrapped` does
+    for ws in widths:
+        width = ws[0]
+        for w in ws[1:]:
+            width = width + space + w
+        full.append(width)
     for ncols in range(1, 6):
         col_w = (canvas_w - 2 * pad) / ncols - size
-        blocks = _wrapped(tokens, widths, col_w, space, indent)
+        blocks = _wrapped(rows, tokens, widths, full, col_w, space, indent)
         if blocks is None:
             continue
         target = math.ceil(sum(map(len, blocks)) / ncols)
@@ -281,13 +287,17 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
     return best
 
 
-def _wrapped(tokens: list[list[str]], widths: list[list[float]], col_w: float, space: float,
-             indent: float) -> list[list[str]] | None:
+def _wrapped(rows: list[str], tokens: list[list[str]], widths: list[list[float]], full: list[float],
+             col_w: float, space: float, indent: float) -> list[list[str]] | None:
     """Each row's lines within `col_w` (widths add up word by word, as `Canvas.text` lays
     them; continuation lines indented; a row's head never stands alone), or None when a
-    word does not fit."""
+    word does not fit. A row whose `full` width fits is one line as it is (its partial
+    widths only grow towards the full one, so the word loop would not break it)."""
     blocks = []
-    for toks, ws in zip(tokens, widths):
+    for row, toks, ws, whole in zip(rows, tokens, widths, full):
+        if whole <= col_w:
+            blocks.append([row])
+            continue
         block, start, width = [], 0, ws[0]
         for k in range(1, len(toks)):
             grown = width + space + ws[k]

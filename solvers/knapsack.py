@@ -86,8 +86,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     x = [model.NewBoolVar("") for _ in weights]
     model.Add(sum(w * xi for w, xi in zip(weights, x)) <= data["capacity"])
     model.Maximize(sum(v * xi for v, xi in zip(values, x)))
-    cpsat.hint_subset(model, x, hint)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    if not proven and cpsat.settles(solver, sum(values[i] for i in hint), minimize=False):
+        return hint, True
     return cpsat.selected(solver, x), proven
 
 

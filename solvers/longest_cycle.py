@@ -1,6 +1,7 @@
 """Longest cycle: Posa rotation-extension search (the classic Hamiltonian-cycle heuristic
-for random graphs), keeping the longest cycle closed on the way; CP-SAT with optional
-nodes for the exact one."""
+for random graphs), keeping the longest cycle closed on the way; on graphs where that finds
+no Hamiltonian cycle, more searches inside each biconnected block (a cycle never leaves one)
+and detours through vertices off the cycle; CP-SAT with optional nodes for the exact one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from mmnp.solvers import cpsat
 
 ROTATIONS = 400  # rotation steps per start before giving up on a full cycle
 STARTS = 3
+BLOCK_STARTS = 8  # searches per biconnected block when the first ones found no Hamiltonian cycle
+BLOCK_ROTATIONS_PER_VERTEX = 40  # their rotation steps, per vertex of the block
 
 
 def _adjacency(data: dict) -> list[set[int]]:
@@ -29,11 +32,14 @@ def _longest_closed(path: list[int], adj: list[set[int]]) -> list[int]:
     return []
 
 
-def _search(adj: list[set[int]], start: int, rng: np.random.Generator) -> list[int]:
-    n = len(adj)
+def _search(adj: list[set[int]], start: int, rng: np.random.Generator, rotations: int = ROTATIONS,
+            size: int | None = None) -> list[int]:
+    """Posa's rotation-extension from `start` for `rotations` steps, or until a cycle through
+    `size` vertices (all of them by default) closes."""
+    n = len(adj) if size is None else size
     path, on_path = [start], {start}
     best: list[int] = []
-    for _ in range(ROTATIONS):
+    for _ in range(rotations):
         end = path[-1]
         fresh = sorted(adj[end] - on_path)
         if fresh:
@@ -67,10 +73,64 @@ def heuristic(data: dict) -> list[int]:
             best = cycle
         if len(best) == n:
             break
+    if len(best) < n:
+        best = max(best, _by_blocks(adj, len(best), rng), key=len)
     if not best:  # no rotation closed a cycle: fall back to any triangle
         best = next([u, v, w] for u in range(n) for v in adj[u] for w in adj[v] if w != u and w in adj[u])
     i = best.index(min(best))
     return best[i:] + best[:i]
+
+
+def _by_blocks(adj: list[set[int]], beat: int, rng: np.random.Generator) -> list[int]:
+    """The longest cycle found inside the biconnected blocks of more than `beat` vertices,
+    largest first: BLOCK_STARTS Posa searches each (the block's vertices only, a budget that
+    grows with its size), each result lengthened by `_detour`."""
+    import networkx as nx
+
+    graph = nx.Graph((u, v) for u in range(len(adj)) for v in adj[u] if u < v)
+    blocks = sorted((sorted(b) for b in nx.biconnected_components(graph) if len(b) > max(beat, 2)),
+                    key=lambda b: (-len(b), b[0]))
+    best: list[int] = []
+    for block in blocks:
+        if len(block) <= len(best):
+            break
+        inside = set(block)
+        sub = [adj[v] & inside if v in inside else set() for v in range(len(adj))]
+        starts = sorted(block, key=lambda v: (-len(sub[v]), v))[:BLOCK_STARTS]
+        for start in starts:
+            cycle = _detour(_search(sub, start, rng, BLOCK_ROTATIONS_PER_VERTEX * len(block), len(block)), sub)
+            if len(cycle) > len(best):
+                best = cycle
+            if len(best) == len(block):
+                break
+    return best
+
+
+def _detour(cycle: list[int], adj: list[set[int]]) -> list[int]:
+    """Lengthen a cycle while some edge (a, b) of it can go through one or two vertices off
+    it instead (a - v - b, or a - v - w - b)."""
+    if not cycle:
+        return cycle
+    cycle = list(cycle)
+    on = set(cycle)
+    grown = True
+    while grown:
+        grown = False
+        for i in range(len(cycle)):
+            a, b = cycle[i], cycle[(i + 1) % len(cycle)]
+            via = sorted((adj[a] & adj[b]) - on)
+            if via:
+                cycle.insert(i + 1, via[0])
+                on.add(via[0])
+                grown = True
+                break
+            pair = next(((v, w) for v in sorted(adj[a] - on) for w in sorted(adj[v] & adj[b] - on) if w != v), None)
+            if pair is not None:
+                cycle[i + 1:i + 1] = list(pair)
+                on.update(pair)
+                grown = True
+                break
+    return cycle
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:
@@ -90,12 +150,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     model.AddCircuit(arcs)
     model.Add(sum(skip) <= n - 3)
     model.Maximize(n - sum(skip))
-    hinted = set(zip(hint, hint[1:] + hint[:1]))
-    for key, lit in lits.items():
-        model.AddHint(lit, key in hinted)
-    for v in range(n):
-        model.AddHint(skip[v], v not in hint)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    if not proven and cpsat.settles(solver, len(hint), minimize=False):
+        return hint, True
     succ = {a: b for (a, b), lit in lits.items() if solver.Value(lit)}
     start = min(succ)
     cycle = [start]

@@ -10,6 +10,9 @@ from mmnp.generators.meetings import hhmm, minutes
 
 GRID = 15  # minutes between the random baseline's start times
 ORDERS = 6
+EXACT_NODES = 20_000  # placements the exact search may try before the GRASP answer stands
+EXACT_MEETINGS = 12  # the exact search lists the sets of up to this many schedulable meetings
+RUINS_PER_MEETING = 20  # ruin-and-recreate rounds per meeting when the exact search cannot run
 
 
 def candidate_starts(data: dict) -> list[int]:
@@ -96,8 +99,10 @@ class _Calendar:
             del self.person[p][m]
 
 
-def _greedy(order: list[int], options: list, data: dict) -> dict[int, tuple[int, int, int]]:
-    calendar = _Calendar(data)
+def _greedy(order: list[int], options: list, data: dict,
+            plan: dict[int, tuple[int, int, int]] | None = None) -> dict[int, tuple[int, int, int]]:
+    """`plan` (empty by default) plus each meeting of `order` at its first placement that fits."""
+    calendar = _Calendar(data, plan)
     for m in order:
         place = next((p for p in options[m] if calendar.fits(m, p)), None)
         if place is not None:
@@ -141,6 +146,8 @@ def _exchange(plan: dict, options: list, data: dict) -> dict:
 
 
 def heuristic(data: dict) -> list[list]:
+    """GRASP-style greedy placements from several meeting orders plus exchanges, then the
+    exact search (`exact`) for anything better within EXACT_NODES placements tried."""
     options = _placements(data)
     sizes = [len(m["attendees"]) for m in data["meetings"]]
     durations = [m["duration"] for m in data["meetings"]]
@@ -154,7 +161,86 @@ def heuristic(data: dict) -> list[list]:
         plan = _exchange(_greedy(order, options, data), options, data)
         if _value(plan, data) > _value(best, data):
             best = plan
+    better = exact(data, options, _value(best, data), EXACT_NODES)
+    if better is not None:
+        best = better
+    elif len([m for m in range(n) if options[m]]) > EXACT_MEETINGS:
+        best = _ruin_and_recreate(best, options, data, RUINS_PER_MEETING * n, rng)
     return sorted([m, r, hhmm(s)] for m, (r, s, _) in best.items())
+
+
+def _ruin_and_recreate(plan: dict, options: list, data: dict, rounds: int, rng: np.random.Generator) -> dict:
+    """Large neighbourhood search (Schrimpf et al.'s ruin and recreate): unschedule a quarter of
+    the scheduled meetings at random, reschedule the unscheduled ones largest first (ties at
+    random) at their first fitting placement, then the exchanges; keep the result when it
+    seats at least as many."""
+    sizes = [len(m["attendees"]) for m in data["meetings"]]
+    best, best_value = plan, _value(plan, data)
+    for _ in range(rounds):
+        kept = sorted(best)
+        drop = set(rng.choice(kept, size=max(1, len(kept) // 4), replace=False).tolist()) if kept else set()
+        base = {m: place for m, place in best.items() if m not in drop}
+        waiting = [m for m in range(len(options)) if m not in base and options[m]]
+        noise = rng.random(len(waiting))
+        order = [m for _, _, m in sorted(zip([-sizes[m] for m in waiting], noise, waiting))]
+        trial = _exchange(_greedy(order, options, data, base), options, data)
+        value = _value(trial, data)
+        if value >= best_value:
+            best, best_value = trial, value
+    return best
+
+
+def exact(data: dict, options: list, beat: int, nodes: int) -> dict | None:
+    """The best schedule worth more than `beat`, or None when there is none (or the search
+    ran out of `nodes`). The value of a schedule is that of its set of meetings, so sets are
+    tried from the most valuable down, each by a depth-first placement search (the meeting
+    with the fewest placements first); a set containing one already found unschedulable is
+    skipped. Exact over the candidate starts (`candidate_starts`)."""
+    sizes = [len(m["attendees"]) for m in data["meetings"]]
+    usable = [m for m in range(len(options)) if options[m]]
+    if len(usable) > EXACT_MEETINGS:
+        return None
+    subsets = []
+    for mask in range(1, 1 << len(usable)):
+        chosen = [usable[i] for i in range(len(usable)) if mask >> i & 1]
+        value = sum(sizes[m] for m in chosen)
+        if value > beat:
+            subsets.append((-value, mask, chosen))
+    subsets.sort()
+    failed: list[int] = []
+    budget = [nodes]
+    for _, mask, chosen in subsets:
+        if any(f & mask == f for f in failed):
+            continue
+        plan = _place_all(sorted(chosen, key=lambda m: (len(options[m]), m)), options, data, budget)
+        if budget[0] < 0:
+            return None
+        if plan is not None:
+            return plan
+        failed.append(mask)
+    return None
+
+
+def _place_all(order: list[int], options: list, data: dict, budget: list[int]) -> dict | None:
+    """A placement for every meeting of `order` with no clash, by depth-first search."""
+    calendar = _Calendar(data)
+
+    def place(i: int) -> bool:
+        if i == len(order):
+            return True
+        m = order[i]
+        for p in options[m]:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            if calendar.fits(m, p):
+                calendar.add(m, p)
+                if place(i + 1):
+                    return True
+                calendar.remove(m)
+        return False
+
+    return dict(calendar.plan) if place(0) else None
 
 
 def optimal(data: dict, time_limit: float, hint: list[list]) -> tuple[list[list], bool]:
@@ -181,10 +267,9 @@ def optimal(data: dict, time_limit: float, hint: list[list]) -> tuple[list[list]
     for intervals in list(by_room.values()) + list(by_person.values()):
         model.AddNoOverlap(intervals)
     model.Maximize(sum(len(data["meetings"][m]["attendees"]) * lit for (m, _, _), lit in chosen.items()))
-    hinted = {(m, r, minutes(s)) for m, r, s in hint}
-    for key, lit in chosen.items():
-        model.AddHint(lit, key in hinted)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    if not proven and cpsat.settles(solver, sum(len(data["meetings"][m]["attendees"]) for m, _, _ in hint), False):
+        return hint, True
     return sorted([m, r, hhmm(s)] for (m, r, s), lit in chosen.items() if solver.Value(lit)), proven
 
 

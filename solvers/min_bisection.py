@@ -1,5 +1,5 @@
-"""Minimum bisection: Kernighan-Lin passes (vectorised gains) from several starts;
-CP-SAT exact."""
+"""Minimum bisection: Kernighan-Lin passes (vectorised gains) from several random splits,
+iterated with perturbations on large graphs; CP-SAT exact."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 from mmnp.solvers import cpsat
 
 STARTS = 4
-LARGE = 100  # vertices beyond which one start is tried
+LARGE = 100  # vertices beyond which one start is tried, then iterated KL
+KICKS = 20  # perturbations of the iterated KL on large graphs
 _NONE = np.iinfo(np.int64).min // 4  # gain of a pair that may not swap
 
 
@@ -36,14 +37,17 @@ def kernighan_lin(w: np.ndarray, side: np.ndarray) -> np.ndarray:
         d_a, d_b = np.where(s, d, -np.inf), np.where(s, -np.inf, d)
         sign = np.where(s, 1.0, -1.0)  # +1 on A's side (the unlocked keep their side in a pass)
         gains, swaps = [], []
+        g, change = np.empty((n, n)), np.empty(n)  # reused buffers: the step is allocation-bound
         for _ in range(min(s.sum(), (~s).sum())):
-            g = d_a[:, None] + d_b[None, :] - w2
+            np.add(d_a[:, None], d_b[None, :], out=g)
+            g -= w2
             k = int(np.argmax(g))
             a, b = divmod(k, n)
             gains.append(int(g.flat[k]))
             swaps.append((a, b))
             # moving a to B and b to A changes every other vertex's external-internal balance
-            change = sign * (w2[a] - w2[b])
+            np.subtract(w2[a], w2[b], out=change)
+            change *= sign
             d_a += change
             d_b += change
             d_a[a] = d_b[b] = -np.inf
@@ -73,16 +77,28 @@ def polish(w: np.ndarray, side: np.ndarray) -> np.ndarray:
 
 
 def heuristic(data: dict) -> list[int]:
+    """KL polish (`polish`) from random splits (STARTS; one on large graphs, where a pass is
+    O(n^3)), then, on large graphs, iterated KL: KICKS times, a tenth of each half swapped at
+    random and polished again, kept when no worse."""
     w = _matrix(data)
     n = data["n"]
     rng = np.random.default_rng(0)
     best, best_cut = None, None
-    for _ in range(STARTS if n <= LARGE else 1):  # a KL pass is O(n^3): one start on large graphs
+    for _ in range(STARTS if n <= LARGE else 1):
         side = np.zeros(n, dtype=bool)
         side[rng.permutation(n)[: n // 2]] = True
         side = polish(w, side)
         cut = _cut(w, side)
         if best_cut is None or cut < best_cut:
+            best, best_cut = side, cut
+    for _ in range(KICKS if n > LARGE else 0):
+        side = best.copy()
+        k = max(1, n // 20)
+        side[rng.choice(np.flatnonzero(side), k, replace=False)] = False
+        side[rng.choice(np.flatnonzero(~best), k, replace=False)] = True
+        side = polish(w, side)
+        cut = _cut(w, side)
+        if cut <= best_cut:
             best, best_cut = side, cut
     half = best if best[0] else ~best
     return [int(v) for v in np.flatnonzero(half)]
@@ -103,11 +119,14 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
         model.AddBoolOr([x[u].Not(), x[v], y])
         cut.append(y)
     model.Minimize(sum(cut))
-    cpsat.hint_subset(model, x, hint)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
     half = cpsat.selected(solver, x)
     if proven:
         return half, True
+    hinted = np.zeros(n, dtype=bool)
+    hinted[hint] = True
+    if cpsat.settles(solver, _cut(_matrix(data), hinted), minimize=True):
+        return hint, True
     # CP-SAT stopped early: its split may still lose to a swap, so finish it by local search
     side = np.zeros(n, dtype=bool)
     side[half] = True

@@ -1,5 +1,6 @@
-"""Set cover: greedy (most new elements), redundancy removal, then an iterated local search
-that drops a few subsets and repairs greedily (plateaus accepted); CP-SAT exact."""
+"""Set cover: greedy (most new elements), redundancy removal, then row-weighting local search
+(Gao et al.'s RWLS for unicost set cover), stopped by a Lagrangian lower bound or when it
+stops paying; CP-SAT exact."""
 
 from __future__ import annotations
 
@@ -7,44 +8,72 @@ import numpy as np
 
 from mmnp.solvers import cpsat
 
-STEPS = 2500  # swaps per run of the local search, fewer on large instances
-RESTARTS = 3  # runs from the greedy cover, each with its own random stream
-PATIENCE = 1200  # swaps without a smaller cover before a run stops (at most 5 per subset)
-WORK = 1_000_000_000  # matrix cells the local search may touch (bounds its time on large instances)
+STEPS = 200_000  # swaps of the local search at most
+STEPS_PER_SUBSET = 400  # ... and at most this many per subset
+PATIENCE = 30_000  # swaps without a smaller cover before the search stops
+PATIENCE_PER_SUBSET = 100  # ... or this many per subset, if fewer
+BOUND_ROUNDS = 60  # subgradient steps of the Lagrangian bound
+NODES = 20_000  # nodes of the exact search before the local search takes over
 
 
 def _matrix(data: dict) -> np.ndarray:
     """Incidence matrix: a row per subset, a column per element 1..U."""
-    a = np.zeros((len(data["subsets"]), data["universe"]), dtype=np.int32)
+    a = np.zeros((len(data["subsets"]), data["universe"]), dtype=np.int8)
     for i, members in enumerate(data["subsets"]):
         a[i, [e - 1 for e in members]] = 1
     return a
 
 
-def _repair(a: np.ndarray, chosen: np.ndarray, count: np.ndarray, rng: np.random.Generator | None) -> None:
-    """Add subsets covering the most uncovered elements until all are covered (ties: lowest
-    id, or at random with `rng`). Updates `chosen` and the per-element `count` in place."""
-    gain = a[:, count == 0].sum(1)
+def greedy(a: np.ndarray) -> np.ndarray:
+    """Subsets covering the most uncovered elements (ties: lowest id) until all are covered,
+    then each chosen subset whose elements are all covered twice dropped, last chosen first."""
+    chosen = np.zeros(len(a), dtype=bool)
+    count = np.zeros(a.shape[1], dtype=np.int32)
+    gain = a.sum(1, dtype=np.int64)
+    picked = []
     while gain.max() > 0:
-        best = np.flatnonzero(gain == gain.max())
-        s = int(best[0] if rng is None else rng.choice(best))
+        s = int(np.argmax(gain))
         newly = (count == 0) & (a[s] > 0)
         chosen[s] = True
+        picked.append(s)
         count += a[s]
-        gain -= a[:, newly].sum(1)
-
-
-def _prune(a: np.ndarray, chosen: np.ndarray, count: np.ndarray, order: np.ndarray) -> None:
-    """Drop chosen subsets, in `order`, whose every element another chosen subset covers."""
-    for s in order:
-        if chosen[s] and np.all(count[a[s] > 0] >= 2):
+        gain -= a[:, newly].sum(1, dtype=np.int64)
+    for s in reversed(picked):
+        if np.all(count[a[s] > 0] >= 2):
             chosen[s] = False
             count -= a[s]
+    return chosen
+
+
+def lower_bound(a: np.ndarray, upper: int) -> int:
+    """A lower bound on the cover size: the packing bound (elements no two of which share a
+    subset each need their own), or the Lagrangian bound max_u sum(u) - sum_s max(0, u(s) - 1)
+    (element prices u >= 0, improved by subgradient steps), whichever is larger; every value
+    of the Lagrangian function is a valid bound."""
+    a64 = a.astype(np.float64)
+    best = float(packing_bound(a))
+    u = np.full(a.shape[1], 1.0 / max(1, a.sum(0).max()))
+    step = 1.0
+    for _ in range(BOUND_ROUNDS):
+        price = a64 @ u
+        value = u.sum() - np.maximum(price - 1, 0).sum()
+        if value > best + 1e-9:
+            best = value
+        if np.ceil(best - 1e-6) >= upper:
+            break
+        taken = price > 1  # the Lagrangian's chosen subsets
+        g = 1 - taken.astype(np.float64) @ a64  # subgradient: 1 - times covered
+        norm = float(g @ g)
+        if norm == 0:
+            break
+        u = np.maximum(u + step * (upper - value) / norm * g, 0)
+        step *= 0.95
+    return int(np.ceil(best - 1e-6))
 
 
 def packing_bound(a: np.ndarray) -> int:
-    """A lower bound: elements no two of which share a subset each need their own subset
-    (packed greedily, rarest element first)."""
+    """Elements no two of which share a subset, packed greedily rarest first: each needs its
+    own subset."""
     blocked = np.zeros(len(a), dtype=bool)
     size = 0
     for e in np.argsort(a.sum(0), kind="stable"):
@@ -55,71 +84,209 @@ def packing_bound(a: np.ndarray) -> int:
     return size
 
 
-def _weighted_search(a: np.ndarray, cover: np.ndarray, steps: int, rng: np.random.Generator,
-                     bound: int) -> np.ndarray:
-    """Element-weighting local search (as in NuSC/NuMVC): after each cover is found, drop the
-    subset losing least; then repeatedly swap the chosen subset whose loss is lowest for the
-    outside subset that best covers a random uncovered element, and raise the weights of
-    the still-uncovered elements so the search leaves local minima. Returns the best cover."""
-    chosen = cover.copy()
-    best = cover.copy()
-    count = a[chosen].sum(0)
-    weight = np.ones(a.shape[1], dtype=np.int64)
-    banned = -1  # the subset just dropped may not come straight back
-    since = 0
-    patience = min(PATIENCE, 5 * len(a))
-    for _ in range(steps):
-        since += 1
-        if not (count == 0).any():
-            best, since = chosen.copy(), 0
-            if best.sum() <= bound:
-                break
-            inside = np.flatnonzero(chosen)
-            s = inside[np.argmin(a[inside] @ (weight * (count == 1)))]
+def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patience: int,
+                 seed: int = 0) -> np.ndarray:
+    """RWLS (Gao, Weise & Li, EJOR 2015), on element weights: each cover found is recorded and
+    its least useful subset dropped; otherwise the chosen subset losing the least weight
+    leaves (not the one just added), and the subset gaining the most weight among those
+    covering a random uncovered element comes in (configuration checking: a subset that left
+    re-enters only after a neighbouring subset changed; ties go to the longest unchanged,
+    then the lowest id); the weights of the still-uncovered elements then grow. Stops at
+    `bound`, after `steps` swaps, or after `patience` swaps without a smaller cover.
+
+    Plain lists, not numpy: a swap touches a few elements and their few holders, where
+    numpy's per-call cost would dominate (3-5x slower on OR-Library's scp and clr sets)."""
+    m, universe = a.shape
+    rows = [[int(e) for e in np.flatnonzero(a[s])] for s in range(m)]
+    holders = [[int(s) for s in np.flatnonzero(a[:, e])] for e in range(universe)]
+    near: list[set[int]] = [set() for _ in range(m)]  # subsets sharing an element
+    for group in holders:
+        for s in group:
+            near[s].update(group)
+    neighbours = [sorted(x) for x in near]
+    weight = [1] * universe
+    chosen = [bool(x) for x in start]
+    count = [0] * universe
+    for s in range(m):
+        if chosen[s]:
+            for e in rows[s]:
+                count[e] += 1
+    score = [-sum(count[e] == 1 for e in rows[s]) if chosen[s] else sum(count[e] == 0 for e in rows[s])
+             for s in range(m)]
+    uncovered = {e for e in range(universe) if count[e] == 0}
+    inside = {s for s in range(m) if chosen[s]}
+    stamp = [0] * m
+    can_add = [True] * m
+    best, best_size = set(inside), len(inside)
+    tabu, last_better = -1, 0
+    draws = np.random.default_rng(seed).random(steps + 1)
+
+    def pick(options) -> int:
+        return max(options, key=lambda k: (score[k], -stamp[k], -k))
+
+    def flip(s: int) -> None:
+        score[s] = -score[s]
+        if chosen[s]:
             chosen[s] = False
-            count -= a[s]
-            continue
-        e = rng.choice(np.flatnonzero(count == 0))
-        options = np.flatnonzero((a[:, e] > 0) & ~chosen)
-        if len(options) > 1:
-            options = options[options != banned]
-        gain = a[options] @ (weight * (count == 0))
-        add = int(options[rng.choice(np.flatnonzero(gain == gain.max()))])
-        chosen[add] = True
-        count += a[add]
-        inside = np.flatnonzero(chosen)
-        inside = inside[inside != add]
-        loss = a[inside] @ (weight * (count == 1))
-        banned = int(inside[rng.choice(np.flatnonzero(loss == loss.min()))])
-        chosen[banned] = False
-        count -= a[banned]
-        weight[count == 0] += 1
-        if since > patience:
+            inside.discard(s)
+            for e in rows[s]:
+                count[e] -= 1
+                if count[e] == 0:  # left uncovered: every holder would gain it
+                    uncovered.add(e)
+                    for k in holders[e]:
+                        if k != s:
+                            score[k] += weight[e]
+                elif count[e] == 1:  # its one remaining holder would now lose it
+                    for k in holders[e]:
+                        if chosen[k]:
+                            score[k] -= weight[e]
+                            break
+        else:
+            chosen[s] = True
+            inside.add(s)
+            for e in rows[s]:
+                count[e] += 1
+                if count[e] == 1:  # newly covered: no other holder gains it any more
+                    uncovered.discard(e)
+                    for k in holders[e]:
+                        if k != s:
+                            score[k] -= weight[e]
+                elif count[e] == 2:  # its previous sole holder would no longer lose it
+                    for k in holders[e]:
+                        if chosen[k] and k != s:
+                            score[k] += weight[e]
+                            break
+
+    for step in range(1, steps + 1):
+        if step - last_better > patience:
             break
-    if not (count == 0).any() and chosen.sum() < best.sum():  # the last swap completed a smaller cover
-        best = chosen
-    return best
+        while not uncovered:  # a cover: keep it, then try one subset fewer
+            if len(inside) < best_size:
+                best, best_size, last_better = set(inside), len(inside), step
+            if best_size <= bound:
+                return _mask(best, m)
+            s = pick(inside)
+            flip(s)
+            stamp[s] = step
+        s = pick([k for k in inside if k != tabu] or inside)
+        flip(s)
+        stamp[s] = step
+        for k in neighbours[s]:
+            can_add[k] = True
+        can_add[s] = False
+        missing = sorted(uncovered)
+        e = missing[int(draws[step] * len(missing))]
+        t = pick([k for k in holders[e] if can_add[k]] or holders[e])
+        flip(t)
+        stamp[t] = step
+        for k in neighbours[t]:
+            can_add[k] = True
+        tabu = t
+        for e in uncovered:
+            weight[e] += 1
+            for k in holders[e]:
+                score[k] += 1
+    return _mask(best, m)
+
+
+def _mask(members: set[int], m: int) -> np.ndarray:
+    out = np.zeros(m, dtype=bool)
+    out[list(members)] = True
+    return out
 
 
 def heuristic(data: dict) -> list[int]:
-    """Greedy cover, pruned, then the weighted local search for a budget of steps that
-    shrinks with the instance (bounded time at any size)."""
+    """Greedy cover, pruned; then, unless the lower bound proves it optimal, the exact search
+    within NODES nodes, and the local search when that does not finish (its budget grows
+    with the number of subsets)."""
     a = _matrix(data)
     m = len(a)
-    chosen = np.zeros(m, dtype=bool)
-    count = np.zeros(a.shape[1], dtype=np.int32)
-    _repair(a, chosen, count, None)
-    _prune(a, chosen, count, np.arange(m)[::-1])
-    steps = min(STEPS, WORK // max(1, 3 * a.size * RESTARTS))
-    bound = packing_bound(a)
-    best = chosen
-    for seed in range(RESTARTS):
-        if best.sum() <= bound:
-            break
-        found = _weighted_search(a, chosen, steps, np.random.default_rng(seed), bound)
-        if found.sum() < best.sum():
-            best = found
-    return [int(i) for i in np.flatnonzero(best)]
+    chosen = greedy(a)
+    bound = lower_bound(a, int(chosen.sum()))
+    if chosen.sum() > bound:
+        found, finished = branch_and_bound(data, chosen, bound, NODES)
+        if finished:
+            return found
+        chosen = local_search(a, chosen, bound, min(STEPS, STEPS_PER_SUBSET * m),
+                              min(PATIENCE, PATIENCE_PER_SUBSET * m))
+    return [int(i) for i in np.flatnonzero(chosen)]
+
+
+def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int) -> tuple[list[int], bool]:
+    """Depth-first search on bit sets: branch on the uncovered element with the fewest
+    subsets left to cover it (the i-th branch takes its i-th subset, by most new elements,
+    and rules out the ones before); prune when the cover so far plus a packing bound on the
+    uncovered elements cannot beat the best. Returns the best cover and whether the search
+    finished within `nodes` (then it is optimal)."""
+    subsets = [sum(1 << (e - 1) for e in members) for members in data["subsets"]]
+    universe = data["universe"]
+    holders = [0] * universe
+    for i, mask in enumerate(subsets):
+        bits = mask
+        while bits:
+            low = bits & -bits
+            holders[low.bit_length() - 1] |= 1 << i
+            bits ^= low
+    full = (1 << universe) - 1
+    best = [int(i) for i in np.flatnonzero(start)]
+    spent = 0
+
+    def residual_bound(covered: int, allowed: int) -> int:
+        """Uncovered elements no two of which share an allowed subset, rarest first."""
+        blocked, size = 0, 0
+        rest = full & ~covered
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            h = holders[low.bit_length() - 1] & allowed
+            if not h & blocked:
+                blocked |= h
+                size += 1
+        return size
+
+    def search(covered: int, allowed: int, picked: list[int]) -> None:
+        nonlocal best, spent
+        spent += 1
+        if spent > nodes:
+            raise _Budget
+        if covered == full:
+            if len(picked) < len(best):
+                best = list(picked)
+            return
+        if len(picked) + max(1, residual_bound(covered, allowed)) >= len(best):
+            return
+        rest, element, options = full & ~covered, -1, None
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            h = holders[low.bit_length() - 1] & allowed
+            if options is None or h.bit_count() < options.bit_count():
+                element, options = low, h
+                if h.bit_count() <= 1:
+                    break
+        choices = []
+        while options:
+            low = options & -options
+            options ^= low
+            i = low.bit_length() - 1
+            choices.append(((subsets[i] & ~covered).bit_count(), -i, i))
+        for _, _, i in sorted(choices, reverse=True):
+            picked.append(i)
+            search(covered | subsets[i], allowed, picked)
+            picked.pop()
+            allowed &= ~(1 << i)
+            if len(best) <= bound:
+                return
+
+    try:
+        search(0, (1 << len(subsets)) - 1, [])
+    except _Budget:
+        return sorted(best), False
+    return sorted(best), True
+
+
+class _Budget(Exception):
+    """The exact search ran out of nodes."""
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:
@@ -131,8 +298,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     for e in range(1, data["universe"] + 1):
         model.AddBoolOr([x[i] for i, s in enumerate(subsets) if e in s])
     model.Minimize(sum(x))
-    cpsat.hint_subset(model, x, hint)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    if not proven and cpsat.settles(solver, len(hint), minimize=True):
+        return hint, True
     return cpsat.selected(solver, x), proven
 
 

@@ -139,8 +139,9 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     x = [model.NewBoolVar("") for _ in numbers]
     model.Add(sum(v * xi for v, xi in zip(numbers, x)) == data["target"])
     model.Maximize(sum(x))
-    cpsat.hint_subset(model, x, hint)
-    solver, proven = cpsat.solve(model, time_limit)
+    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    if not proven and cpsat.settles(solver, len(hint), minimize=False):
+        return hint, True
     return cpsat.selected(solver, x), proven
 
 

@@ -10,6 +10,11 @@ from mmnp.registry import get_task
 
 CLASSIC = classic_instances()
 GAP = 0.02
+# CP-SAT settles these within the exact test's 5 deterministic seconds; the larger instances
+# (DIMACS clique graphs of 125+ vertices, le450, scp, Steiner 243, TSPLIB past 101 cities)
+# it does not, and there the heuristic test carries the check
+EXACT = [item for item in CLASSIC if len(item.data.get("edges", ())) <= 1_000 and len(item.data.get("coords", ())) <= 101
+         and len(item.data.get("subsets", ())) <= 200 and item.data.get("n", 0) <= 100]
 
 
 def _id(item: Published) -> str:
@@ -28,6 +33,22 @@ def test_the_classic_set_covers_every_task_with_an_instance_file():
     assert all(item.optimum is not None and item.source for item in CLASSIC)
 
 
+def test_the_classic_set_holds_the_hard_published_families():
+    """Beyond the textbook graphs: DIMACS's brock and gen clique families (and a complement as
+    vertex cover), Leighton colouring graphs, OR-Library set cover read with unit costs and a
+    CLR instance, Steiner triple covering at 243 points, TSPLIB at 150 cities, Pisinger's
+    large instances."""
+    names = {(item.task, item.name) for item in CLASSIC}
+    assert {("max_clique", "brock200_4"), ("max_clique", "gen200_p0.9_44"), ("vertex_cover", "gen200_p0.9_44-complement"),
+            ("graph_coloring", "le450_15b"), ("set_cover", "scp41"), ("set_cover", "scpclr10"),
+            ("set_cover", "stn243"), ("tsp", "kroA150"), ("knapsack", "knapPI_3_500_1000_1")} <= names
+    scp41 = next(item for item in CLASSIC if item.name == "scp41")
+    assert len(scp41.data["subsets"]) == 1000 and scp41.data["universe"] == 200  # the weighted file, unit costs
+    complement = next(item for item in CLASSIC if item.name == "gen200_p0.9_44-complement")
+    clique = next(item for item in CLASSIC if item.name == "gen200_p0.9_44" and item.task == "max_clique")
+    assert len(complement.data["edges"]) + len(clique.data["edges"]) == 200 * 199 // 2
+
+
 @pytest.mark.parametrize("item", CLASSIC, ids=_id)
 def test_heuristic_is_within_two_percent_of_the_published_optimum(item: Published):
     task = get_task(item.task)
@@ -41,7 +62,7 @@ def test_heuristic_is_within_two_percent_of_the_published_optimum(item: Publishe
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("item", CLASSIC, ids=_id)
+@pytest.mark.parametrize("item", EXACT, ids=_id)
 def test_exact_reference_reaches_the_published_optimum_and_claims_no_more(item: Published):
     task = get_task(item.task)
     inst = build_instance(item, 0, "classic", optimal=True, time_limit=5.0)

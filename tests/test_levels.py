@@ -169,3 +169,80 @@ def test_overrides_apply_on_top_of_a_level():
     task = mmnp.get_task("tsp")
     config = task.config("L8", n="12")
     assert config.n == 12 and dataclasses.replace(task.config("L8"), n=12) == config
+
+
+# Content hashes of L1-L5 (easy, medium, hard, bench among them), seeds 0-4, every task, as the
+# code before the hard upper levels generated them: only L6-L10 may change.
+LOW_LEVELS_DIGEST = "a46ba06aa0633900e11c93a7fcf3eed713f4342dfe20ae4208635016e8b656b4"
+
+
+def test_levels_one_to_five_keep_their_instances():
+    import hashlib
+
+    digest = hashlib.sha256()
+    for task in mmnp.list_tasks():
+        for level in ("L1", "L2", "L3", "L4", "L5"):
+            for seed in range(5):
+                digest.update(task.generate(level, seed).hash.encode())
+    assert digest.hexdigest() == LOW_LEVELS_DIGEST
+
+
+def _degrees(data: dict) -> list[int]:
+    degree = [0] * data["n"]
+    for u, v in data["edges"]:
+        degree[u] += 1
+        degree[v] += 1
+    return degree
+
+
+def test_hidden_cliques_and_independent_sets_do_not_stand_out_by_degree():
+    """A planted clique's members have more neighbours than the rest unless hidden; hidden,
+    their mean degree is the others' (within noise), and the clique is still one."""
+    import numpy as np
+
+    clique = mmnp.get_task("max_clique")
+    for hidden, apart in ((False, True), (True, False)):
+        gaps = []
+        for seed in range(6):
+            inst = clique.generate("L10", seed, hidden=hidden)
+            members, degree = set(inst.reference["planted"]["solution"]), _degrees(inst.data)
+            edges = {tuple(e) for e in inst.data["edges"]}
+            assert all((u, v) in edges for u in members for v in members if u < v)
+            gaps.append(np.mean([degree[v] for v in members]) - np.mean([d for v, d in enumerate(degree) if v not in members]))
+        assert (np.mean(gaps) > 2.5 if apart else abs(np.mean(gaps)) < 1.5), (hidden, gaps)
+    cover = mmnp.get_task("vertex_cover")
+    for hidden, apart in ((False, True), (True, False)):
+        gaps = []
+        for seed in range(6):
+            inst = cover.generate("L10", seed, hidden=hidden)
+            chosen, degree = set(inst.reference["planted"]["solution"]), _degrees(inst.data)
+            outside = [v for v in range(inst.data["n"]) if v not in chosen]
+            inside = set(outside)
+            assert not any(u in inside and v in inside for u, v in inst.data["edges"])  # an independent set
+            gaps.append(np.mean([degree[v] for v in chosen]) - np.mean([degree[v] for v in outside]))
+        assert (np.mean(gaps) > 2.5 if apart else abs(np.mean(gaps)) < 1.5), (hidden, gaps)
+
+
+def test_upper_graph_levels_use_their_hard_families():
+    """From L6: colouring without the planted clique (its chromatic number is the graph's own,
+    below the planted colours), random geometric graphs for longest cycle (no planted cycle)."""
+    colouring = mmnp.get_task("graph_coloring")
+    inst = colouring.generate("L8", 0)
+    assert inst.params["clique"] is False and "clique" not in colouring.generate("L5", 0).params
+    assert inst.reference["heuristic"]["objective"] < inst.params["colours"]
+    cycle = mmnp.get_task("longest_cycle")
+    inst = cycle.generate("L8", 0)
+    assert inst.params["family"] == "geometric" and "planted" not in inst.reference
+    assert not cycle.verifier.check(inst.data, inst.reference["heuristic"]["solution"])[1]
+
+
+@pytest.mark.parametrize("name", ["tsp", "graph_coloring", "vertex_cover", "max_clique"])
+def test_graph_tasks_top_levels_are_unproven_where_medium_is_proven(name):
+    """The calibration's finding, on one instance each: CP-SAT proves medium in a fraction of a
+    deterministic second and leaves L10 unproven at the same limit, having used all of it (at
+    TSP's top it has not even left its root LP: 0 branches)."""
+    task = mmnp.get_task(name)
+    low = task.generate("medium", 0, optimal=True, time_limit=0.5).hardness
+    high = task.generate("L10", 0, optimal=True, time_limit=0.5).hardness
+    assert low["proven"] and low["deterministic_time"] < 0.5
+    assert not high["proven"] and high["deterministic_time"] >= 0.5 > 10 * low["deterministic_time"]

@@ -167,3 +167,103 @@ def test_heuristics_at_large_sizes_finish_under_an_address_space_limit():
     assert done.returncode == 0, done.stderr[-2000:]
     objectives = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(objectives) == set(LARGE) and all(v > 0 for v in objectives.values())
+
+
+def _brute_clique(n: int, edges: list[list[int]]) -> int:
+    import itertools
+
+    adjacent = {tuple(e) for e in edges} | {(v, u) for u, v in edges}
+    return max(k for k in range(1, n + 1) for c in itertools.combinations(range(n), k)
+               if all((u, v) in adjacent for u, v in itertools.combinations(c, 2)))
+
+
+def test_clique_branch_and_bound_is_exact_and_its_bound_holds_when_stopped():
+    from mmnp.generators.graphs import neighbour_masks
+    from mmnp.solvers.max_clique import CliqueSearch
+
+    rng = np.random.default_rng(1)
+    for _ in range(8):
+        n = 13
+        edges = [[u, v] for u in range(n) for v in range(u + 1, n) if rng.random() < 0.55]
+        search = CliqueSearch(n, neighbour_masks({"n": n, "edges": edges}))
+        assert search.run(10_000)
+        assert len(search.best) == search.bound == _brute_clique(n, edges)
+    # stopped after 50 nodes on brock200_4 (clique number 17): the bound still covers it
+    from mmnp.importers import classic_instances
+
+    brock = next(i for i in classic_instances() if i.name == "brock200_4")
+    search = CliqueSearch(brock.data["n"], neighbour_masks(brock.data))
+    assert not search.run(50) and len(search.best) <= 17 <= search.bound
+
+
+def test_the_local_searches_alone_reach_published_optima():
+    """DLS-MC (no branch and bound) finds brock200_4's hidden 17-clique, which greedy growth
+    misses; RWLS takes OR-Library scp41 (unit costs) from the greedy 41 subsets to the best
+    known 38."""
+    from mmnp.generators.graphs import neighbour_masks
+    from mmnp.importers import classic_instances
+    from mmnp.solvers import max_clique, set_cover
+
+    classic = {(i.task, i.name): i for i in classic_instances()}
+    brock = classic["max_clique", "brock200_4"].data
+    found = max_clique.local_search(brock["n"], neighbour_masks(brock), [], 150_000, 17)
+    assert len(found) == 17
+    a = set_cover._matrix(classic["set_cover", "scp41"].data)
+    start = set_cover.greedy(a)
+    assert start.sum() == 41
+    assert set_cover.local_search(a, start, 38, 60_000, 60_000).sum() == 38
+
+
+@pytest.mark.parametrize("name", ["vertex_cover", "set_cover"])
+def test_cover_heuristics_stop_when_a_bound_proves_them(name, monkeypatch):
+    """On the presets the covers are proven optimal (a lower bound reached, or the exact
+    search finished) before any local search: it must not run there (it used to run its whole
+    patience), and the answer is CP-SAT's optimum."""
+    from mmnp.solvers import max_clique, set_cover
+
+    target = max_clique if name == "vertex_cover" else set_cover
+    monkeypatch.setattr(target, "local_search", lambda *a, **k: pytest.fail("the local search ran"))
+    task = get_task(name)
+    for difficulty in ("easy", "medium", "hard"):
+        for seed in range(4):
+            inst = task.generate(difficulty, seed, optimal=True, time_limit=5.0)
+            assert inst.reference["optimal"]["proven"]
+            assert inst.reference["heuristic"]["objective"] == inst.reference["optimal"]["objective"]
+
+
+def test_set_cover_lower_bound_never_exceeds_the_optimum():
+    from mmnp.solvers import set_cover
+
+    task = get_task("set_cover")
+    for seed in range(6):
+        inst = task.generate("L7", seed)
+        a = set_cover._matrix(inst.data)
+        solution, proven = task.solver.optimal(inst.data, 5.0, inst.reference["heuristic"]["solution"])
+        bound = set_cover.lower_bound(a, int(set_cover.greedy(a).sum()))
+        assert 0 < bound <= len(solution) or not proven
+
+
+def test_tsp_tours_are_two_opt_optimal():
+    """No pair of tour edges can be exchanged for a shorter tour (checked over all pairs, not
+    only the neighbour lists the search uses)."""
+    from mmnp.solvers import tsp
+
+    task = get_task("tsp")
+    for difficulty, seed in (("medium", 0), ("medium", 1), ("L7", 0)):
+        data = task.generate(difficulty, seed).data
+        d, tour = tsp.distances(data), task.solver.heuristic(data)
+        n = len(tour)
+        for i in range(n):
+            for j in range(i + 2, n if i else n - 1):
+                a, b, c, e = tour[i], tour[i + 1], tour[j], tour[(j + 1) % n]
+                assert d[a, b] + d[c, e] <= d[a, c] + d[b, e], (difficulty, seed, i, j)
+
+
+def test_longest_cycle_heuristic_is_close_on_random_graphs_near_the_threshold():
+    """No Hamiltonian cycle is planted there: the heuristic must search the blocks (it used to
+    find cycles 20-90% short of CP-SAT's optimum on such graphs)."""
+    task = get_task("longest_cycle")
+    for seed in range(3):
+        inst = task.generate("L9", seed)
+        solution, proven = task.solver.optimal(inst.data, 5.0, inst.reference["heuristic"]["solution"])
+        assert proven and inst.reference["heuristic"]["objective"] >= 0.95 * len(solution)

@@ -1,0 +1,123 @@
+"""The reference heuristics (and optionally the exact solver) on published instances beyond the
+shipped classic set: the gap to the best known objective, per instance, with the CPU time spent.
+
+    nice python benchmarks/bench_published.py --dir ~/published [--tasks max_clique,set_cover] [--exact]
+
+The instances and their best known objectives (with sources) are listed in
+benchmarks/published.json; each file is looked up by its published name anywhere under --dir
+(DIMACS .clq/.col, OR-Library scp*.txt and Steiner data.N, TSPLIB .tsp, Pisinger's knapsack
+files as 'n capacity' then 'value weight' lines). Nothing is downloaded: a file not on disk is
+listed as missing. The shipped classic set (mmnp/data/classic) is measured too (--no-classic
+to skip it). Times are CPU seconds of this process (`time.process_time`), so other work on the
+machine does not count; the heuristics are single-threaded and deterministic.
+
+Target: the heuristic within 2% of the best known on every instance (`--max-gap` sets the bar;
+the exit status is 1 when an instance misses it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from mmnp.importers import Published, build_instance, classic_instances, read_file
+from mmnp.registry import get_task
+
+LIST = Path(__file__).with_name("published.json")
+
+
+def published(folder: Path | None, tasks: set[str] | None) -> tuple[list[Published], list[str]]:
+    """The listed instances whose files are under `folder`, and the names of those that are not."""
+    entries = json.loads(LIST.read_text())["instances"]
+    files = {p.name: p for p in folder.rglob("*") if p.is_file()} if folder else {}
+    found, missing = [], []
+    for entry in entries:
+        if tasks and entry["task"] not in tasks:
+            continue
+        path = files.get(entry["file"])
+        if path is None:
+            missing.append(f"{entry['task']}:{entry['name']}")
+            continue
+        item = read_file(entry["format"], path, entry["task"], entry.get("complement", False),
+                         entry.get("unit_costs", False))
+        found.append(replace(item, name=entry["name"], optimum=entry["optimum"], proven=entry["proven"],
+                             source=entry["source"]))
+    return found, missing
+
+
+def gap(direction: str, objective: float, best: float) -> float:
+    """How much worse than the best known, as a fraction of it (negative: better)."""
+    return (objective - best) / best if direction == "min" else (best - objective) / best
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", type=Path, help="folder holding the published files (searched recursively)")
+    parser.add_argument("--tasks", help="comma-separated tasks (default: all)")
+    parser.add_argument("--no-classic", action="store_true", help="skip the shipped classic set")
+    parser.add_argument("--exact", action="store_true", help="also run the exact solver (slow)")
+    parser.add_argument("--time-limit", type=float, default=10.0, help="deterministic CP-SAT seconds (--exact)")
+    parser.add_argument("--max-gap", type=float, default=0.02)
+    parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    args = parser.parse_args(argv)
+    tasks = set(args.tasks.split(",")) if args.tasks else None
+    items, missing = published(args.dir, tasks) if args.dir else ([], [])
+    if not args.no_classic:
+        shipped = [i for i in classic_instances() if not tasks or i.task in tasks]
+        seen = {(i.task, i.name) for i in shipped}
+        items = shipped + [i for i in items if (i.task, i.name) not in seen]
+    print(f"{'task':15s} {'instance':26s} {'size':>14s} {'best':>9s} {'heur':>9s} {'gap':>7s} {'cpu s':>7s}"
+          + (f" {'exact':>9s} {'proven':>6s} {'cpu s':>7s}" if args.exact else ""), flush=True)
+    rows, worst = [], {}
+    for item in items:
+        task = get_task(item.task)
+        start = time.process_time()
+        objective, violations = task.verifier.check(item.data, task.solver.heuristic(item.data))
+        spent = time.process_time() - start
+        if violations:
+            print(f"{item.task} {item.name}: INFEASIBLE heuristic answer: {violations[0].message}", file=sys.stderr)
+            return 2
+        g = gap(task.direction, objective, item.optimum)
+        worst[item.task] = max(worst.get(item.task, -1.0), g)
+        size = _size(item.data)
+        row = {"task": item.task, "name": item.name, "size": size, "best": item.optimum, "proven": item.proven,
+               "heuristic": objective, "gap": g, "cpu_s": spent}
+        line = (f"{item.task:15s} {item.name:26s} {size:>14s} {item.optimum:>9g} {objective:>9g} {g:>7.2%} "
+                f"{spent:>7.2f}")
+        if args.exact:
+            start = time.process_time()
+            ref = build_instance(item, 0, "published", optimal=True, time_limit=args.time_limit).reference["optimal"]
+            row.update(exact=ref["objective"], exact_proven=ref["proven"], exact_cpu_s=time.process_time() - start)
+            line += f" {ref['objective']:>9g} {str(ref['proven']):>6s} {row['exact_cpu_s']:>7.1f}"
+        print(line + ("  <-- over" if g > args.max_gap else ""), flush=True)
+        rows.append(row)
+    over = [r for r in rows if r["gap"] > args.max_gap]
+    print(f"\n{len(rows)} instances, {len(rows) - len(over)} within {args.max_gap:.0%} of the best known, "
+          f"{sum(r['gap'] <= 0 for r in rows)} at it; CPU {sum(r['cpu_s'] for r in rows):.1f} s in all, "
+          f"at most {max((r['cpu_s'] for r in rows), default=0):.2f} s on one")
+    print("worst gap per task: " + ", ".join(f"{t} {g:.2%}" for t, g in sorted(worst.items())))
+    if missing:
+        print(f"not on disk ({len(missing)}): {', '.join(missing)}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 1 if over else 0
+
+
+def _size(data: dict) -> str:
+    if "edges" in data:
+        return f"{data['n']}v {len(data['edges'])}e"
+    if "coords" in data:
+        return f"{len(data['coords'])} cities"
+    if "subsets" in data:
+        return f"{data['universe']}x{len(data['subsets'])}"
+    if "weights" in data:
+        return f"{len(data['weights'])} items"
+    return ""
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
