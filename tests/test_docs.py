@@ -1,0 +1,187 @@
+"""Every command in README.md and docs/*.md runs, or says why it does not.
+
+A fenced shell or Python block carries a marker on the line above it (docs/contributing.md,
+"Commands in these pages are tested"): `<!-- runnable -->`, `<!-- runnable after line N: why -->`
+or `<!-- not run: why -->`. Runnable blocks run in order, one temporary folder per page, with
+`mmnp` and `python` from this venv and nothing fetched from the network; the `mmnp` commands of
+every block, run or not, may only use flags their `--help` lists, so a renamed flag fails here
+even where the command itself is too big to run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SHELL = {"bash", "sh", "shell", "console", "zsh"}
+CODE = SHELL | {"python"}
+MARKER = re.compile(r"<!--\s*(runnable|not run)(?: after line (\d+))?\s*(?::\s*(.*?))?\s*-->")
+LOOKS_LIKE_A_COMMAND = re.compile(r"^\s*(\$ |mmnp |pip |python3? |bash |lm_eval |lmms-eval |accelerate )")
+BLOCK_TIMEOUT_S = 600
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int  # of the opening fence, 1-based
+    lang: str
+    text: str
+    marker: str | None  # "runnable", "not run" or None
+    skip: int  # lines left out of a runnable block
+    reason: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(page: Path) -> list[Block]:
+    """The page's fenced blocks with the marker on the line above each (blank lines skipped)."""
+    lines = page.read_text().splitlines()
+    found, i = [], 0
+    while i < len(lines):
+        if not lines[i].startswith("```"):
+            i += 1
+            continue
+        lang = lines[i][3:].strip().split(" ")[0].lower()
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), len(lines))
+        above = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        mark = MARKER.fullmatch(above.strip())
+        found.append(Block(page, i + 1, lang, "\n".join(lines[i + 1:end]),
+                           mark and mark[1], int(mark[2] or 0) if mark else 0, (mark and mark[3]) or ""))
+        i = end + 1
+    return found
+
+
+ALL = [b for page in PAGES for b in blocks(page)]
+
+
+def test_every_command_block_says_whether_it_runs():
+    problems = []
+    for b in ALL:
+        if b.lang in CODE:
+            if b.marker is None:
+                problems.append(f"{b.where}: a {b.lang} block without <!-- runnable --> or <!-- not run: why -->")
+            elif b.marker == "not run" and not b.reason:
+                problems.append(f"{b.where}: <!-- not run --> without a reason")
+            elif b.skip and (not b.reason or b.skip >= len(b.text.splitlines())):
+                problems.append(f"{b.where}: 'runnable after line {b.skip}' needs a reason and lines after it")
+        elif b.marker:
+            problems.append(f"{b.where}: a marker on a {b.lang or 'unlabelled'} block, which is never run")
+        elif not b.lang and any(LOOKS_LIKE_A_COMMAND.match(line) and line.isascii()  # not a drawn diagram
+                                for line in b.text.splitlines()):
+            problems.append(f"{b.where}: an unlabelled block of commands: label it bash and mark it")
+    assert not problems, "\n".join(problems)
+    assert any(b.marker == "runnable" for b in ALL if b.page.name == "README.md")
+
+
+# -- flags ----------------------------------------------------------------------------------------
+
+def logical_lines(text: str) -> list[str]:
+    """Shell lines with continuations joined and comments dropped."""
+    joined = re.sub(r"\\\n", " ", text)
+    return [re.sub(r"(^|\s)#.*$", "", line) for line in joined.splitlines()]
+
+
+def mmnp_calls(block: Block) -> list[list[str]]:
+    """Each `mmnp ...` invocation of a shell block, as its words after `mmnp`."""
+    calls = []
+    for line in logical_lines(block.text):
+        try:
+            words = shlex.split(line)
+        except ValueError:  # an unbalanced quote: shlex cannot read it, and neither could bash
+            pytest.fail(f"{block.where}: cannot split {line!r}")
+        start = 0
+        for k, word in enumerate(words + [";"]):
+            if word in {"&&", "||", ";", "|", "do", "then"} or word.endswith(";"):
+                part = words[start:k]
+                start = k + 1
+                for m, w in enumerate(part):
+                    if w == "mmnp" or w.endswith("/mmnp"):
+                        calls.append(part[m + 1:])
+                        break
+    return calls
+
+
+@cache
+def help_flags(path: tuple[str, ...]) -> frozenset[str] | None:
+    """The flags `mmnp PATH --help` lists (None when PATH is no command)."""
+    from mmnp.cli import app
+
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "250", "NO_COLOR": "1"})
+    if result.exit_code != 0:
+        return None
+    return frozenset(re.findall(r"(?<![\w-])--[a-z0-9][a-z0-9-]*", result.output))
+
+
+@cache
+def subcommands(path: tuple[str, ...]) -> frozenset[str]:
+    from mmnp.cli import app
+    import typer.main
+
+    command = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]
+    return frozenset(getattr(command, "commands", {}))
+
+
+def test_every_mmnp_flag_in_the_pages_exists():
+    problems, seen = [], 0
+    for b in ALL:
+        if b.lang not in SHELL:
+            continue
+        for words in mmnp_calls(b):
+            path: tuple[str, ...] = ()
+            while words and words[0] in subcommands(path):
+                path, words = (*path, words[0]), words[1:]
+            if not path:
+                problems.append(f"{b.where}: `mmnp {' '.join(words[:2])}` names no command")
+                continue
+            known = help_flags(path)
+            for word in words:
+                flag = word.split("=", 1)[0]
+                if flag.startswith("--") and flag not in known:
+                    problems.append(f"{b.where}: `mmnp {' '.join(path)}` has no option {flag}")
+            seen += 1
+    assert not problems, "\n".join(problems)
+    assert seen >= 40  # the pages' mmnp commands were found, not skipped
+
+
+# -- running ----------------------------------------------------------------------------------------
+
+RUNNABLE = {page: [b for b in blocks(page) if b.marker == "runnable"] for page in PAGES}
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if RUNNABLE[p]], ids=lambda p: p.name)
+def test_runnable_blocks_run(page, tmp_path):
+    env = {**os.environ,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "MMNP_CACHE": str(tmp_path / ".cache-mmnp"), "HF_HOME": str(tmp_path / ".cache-hf"),
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "MPLBACKEND": "Agg", "NO_COLOR": "1", "COLUMNS": "120"}
+    work = tmp_path / "work"
+    work.mkdir()
+    for n, b in enumerate(RUNNABLE[page]):
+        body = "\n".join(b.text.splitlines()[b.skip:]) + "\n"
+        script = tmp_path / f"block{n}.{'py' if b.lang == 'python' else 'sh'}"
+        script.write_text(body)
+        argv = [sys.executable, str(script)] if b.lang == "python" else ["bash", "-euo", "pipefail", str(script)]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        print(f"{b.where}: {cpu:.1f} CPU-s")
+        assert done.returncode == 0, (f"{b.where}: the block exits {done.returncode}\n{body}\n"
+                                      f"--- output (end) ---\n{(done.stdout + done.stderr)[-3000:]}")
