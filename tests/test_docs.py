@@ -10,6 +10,7 @@ even where the command itself is too big to run.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -185,3 +186,22 @@ def test_runnable_blocks_run(page, tmp_path):
         print(f"{b.where}: {cpu:.1f} CPU-s")
         assert done.returncode == 0, (f"{b.where}: the block exits {done.returncode}\n{body}\n"
                                       f"--- output (end) ---\n{(done.stdout + done.stderr)[-3000:]}")
+    if page.name == "README.md":
+        the_main_job_earns_what_the_readme_says(work / "results", page.read_text())
+
+
+def the_main_job_earns_what_the_readme_says(results: Path, readme: str) -> None:
+    """The README's sentence on the main job's scores, against the results.json files it wrote."""
+    said = re.search(r"heuristic and optimal baselines score SR (\S+), the parrot floor .*? SR (\S+) and QR (\S+), "
+                     r"and the trivial floor .*? SR (\S+) with QR ([\d.]+)", re.sub(r"\s+", " ", readme))
+    assert said, "README.md: the sentence stating the main job's scores is gone; update this test with it"
+    solver_sr, parrot_sr, parrot_qr, trivial_sr, trivial_qr = (float(x) for x in said.groups())
+
+    def overall(model: str, modality: str) -> tuple[float, float]:
+        scores = json.loads((results / f"solver_{model}" / "results.json").read_text())["metrics"][modality]["overall"]
+        return round(100 * scores["sr"], 1), round(100 * scores["qr"], 1)
+
+    for modality in ("text", "image"):
+        assert overall("heuristic", modality)[0] == overall("optimal", modality)[0] == solver_sr
+        assert overall("parrot", modality) == (parrot_sr, parrot_qr)
+        assert overall("trivial", modality) == (trivial_sr, trivial_qr)
