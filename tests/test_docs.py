@@ -138,6 +138,28 @@ def subcommands(path: tuple[str, ...]) -> frozenset[str]:
     return frozenset(getattr(command, "commands", {}))
 
 
+@cache
+def backend_options(name: str) -> frozenset[str] | None:
+    """The option names `mmnp backends NAME` lists (None for no such backend)."""
+    from mmnp.cli import app
+
+    result = CliRunner().invoke(app, ["backends", name, "--json"])
+    return frozenset(o["name"] for o in json.loads(result.output)["options"]) if result.exit_code == 0 else None
+
+
+def model_arg_problems(block: Block, path: tuple[str, ...], words: list[str]) -> list[str]:
+    """`mmnp eval --model NAME:... --model-args k=v,...`: NAME is a backend and each k one of its options."""
+    if path != ("eval",) or "--model" not in words[:-1]:
+        return []
+    name = words[words.index("--model") + 1].split(":", 1)[0]
+    options = backend_options(name)
+    if options is None:
+        return [f"{block.where}: `mmnp eval --model {name}:...` names no backend"]
+    given = words[words.index("--model-args") + 1].split(",") if "--model-args" in words[:-1] else []
+    return [f"{block.where}: backend {name} has no option {k}" for k in (kv.split("=", 1)[0] for kv in given)
+            if k not in options]
+
+
 def test_every_mmnp_flag_in_the_pages_exists():
     problems, seen = [], 0
     for b in ALL:
@@ -155,6 +177,7 @@ def test_every_mmnp_flag_in_the_pages_exists():
                 flag = word.split("=", 1)[0]
                 if flag.startswith("--") and flag not in known:
                     problems.append(f"{b.where}: `mmnp {' '.join(path)}` has no option {flag}")
+            problems += model_arg_problems(b, path, words)
             seen += 1
     assert not problems, "\n".join(problems)
     assert seen >= 40  # the pages' mmnp commands were found, not skipped
