@@ -228,3 +228,29 @@ def the_main_job_earns_what_the_readme_says(results: Path, readme: str) -> None:
         assert overall("heuristic", modality)[0] == overall("optimal", modality)[0] == solver_sr
         assert overall("parrot", modality) == (parrot_sr, parrot_qr)
         assert overall("trivial", modality) == (trivial_sr, trivial_qr)
+
+
+# -- links ----------------------------------------------------------------------------------------------
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens."""
+    heads = re.findall(r"^#+\s+(.*?)\s*$", page.read_text(), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in heads}
+
+
+def test_every_link_between_the_pages_resolves():
+    problems = []
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.is_relative_to(ROOT):
+                continue  # the spec beside the repository, not shipped with it
+            where = f"{page.relative_to(ROOT)}: ({target})"
+            if not file.exists():
+                problems.append(f"{where}: no such file")
+            elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+                problems.append(f"{where}: no heading with that anchor")
+    assert not problems, "\n".join(problems)
