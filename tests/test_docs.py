@@ -254,3 +254,74 @@ def test_every_link_between_the_pages_resolves():
             elif anchor and file.suffix == ".md" and anchor not in anchors(file):
                 problems.append(f"{where}: no heading with that anchor")
     assert not problems, "\n".join(problems)
+
+
+# -- names of files and modules ---------------------------------------------------------------------
+
+FOLDERS = ("mmnp", "generators", "verifiers", "solvers", "evaluation", "trainers", "tests", "benchmarks",
+           "examples", "docs", ".ci")
+REPO_PATH = re.compile(rf"(?<![\w/.~-])((?:{'|'.join(map(re.escape, FOLDERS))})/[\w./-]*\w/?)")
+DOTTED = re.compile(r"(?<![\w./-])(mmnp(?:\.\w+)+)(?![\w*])")
+PACKAGE_DIRS = {"mmnp.generators": "generators", "mmnp.verifiers": "verifiers", "mmnp.solvers": "solvers",
+                "mmnp.evaluation": "evaluation", "mmnp.trainers": "trainers", "mmnp": "mmnp"}
+
+
+def module_file(module: str) -> Path | None:
+    """Where the installed namespace keeps `module` (pyproject's package-dir), without importing it."""
+    for package, folder in PACKAGE_DIRS.items():  # the longest package first
+        if module == package or module.startswith(package + "."):
+            base = ROOT / folder / Path(*module[len(package) + 1:].split(".")) if module != package else ROOT / folder
+            for file in (base.with_suffix(".py"), base / "__init__.py"):
+                if file.is_file():
+                    return file
+    return None
+
+
+def top_level_names(file: Path) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.parse(file.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def dotted_resolves(dotted: str) -> bool:
+    """`mmnp.a.b` is a module of the namespace, or a module and one of its top-level names."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        file = module_file(".".join(parts[:cut]))
+        if file:
+            return cut == len(parts) or parts[cut] in top_level_names(file) or (file.parent / parts[cut]).is_dir()
+    return False
+
+
+def entry_point_groups() -> set[str]:
+    """The plug-in groups (`Registry("mmnp.backends", ...)`): names of entry-point groups, not modules."""
+    return {group for folder in set(PACKAGE_DIRS.values()) for file in (ROOT / folder).rglob("*.py")
+            for group in re.findall(r'Registry\(\s*"(mmnp\.\w+)"', file.read_text())}
+
+
+def test_every_file_and_module_the_pages_name_exists():
+    """A renamed module or moved file leaves no stale name in README or docs/ (placeholders such as
+    `generators/<task>.py`, `NAME.py` or `MAX_*` are not names)."""
+    problems, groups = [], entry_point_groups()
+    for page in PAGES:
+        text = page.read_text()
+        for path in set(REPO_PATH.findall(text)):
+            if re.search(r"[A-Z]{3,}|\*", path.split("/")[-1]) and not (ROOT / path).exists():
+                continue  # NAME.py, MAX_*: a placeholder
+            if not (ROOT / path).exists():
+                problems.append(f"{page.relative_to(ROOT)}: {path} does not exist")
+        imported = {f"{module}.{name.strip()}" for module, names in re.findall(r"from (mmnp[\w.]*) import ([\w, ]+)", text)
+                    for name in names.split(",")}
+        for dotted in set(DOTTED.findall(text)) | set(re.findall(r"pkg://(mmnp[\w.]+)", text)) | imported:
+            if dotted not in groups and not dotted_resolves(dotted):
+                problems.append(f"{page.relative_to(ROOT)}: {dotted} names no module or attribute of one")
+    assert not problems, "\n".join(sorted(problems))
