@@ -319,8 +319,8 @@ def test_every_file_and_module_the_pages_name_exists():
                 continue  # NAME.py, MAX_*: a placeholder
             if not (ROOT / path).exists():
                 problems.append(f"{page.relative_to(ROOT)}: {path} does not exist")
-        imported = {f"{module}.{name.strip()}" for module, names in re.findall(r"from (mmnp[\w.]*) import ([\w, ]+)", text)
-                    for name in names.split(",")}
+        imports = re.findall(r"from (mmnp[\w.]*) import ([\w, ]+)", text)
+        imported = {f"{module}.{name.strip()}" for module, names in imports for name in names.split(",")}
         for dotted in set(DOTTED.findall(text)) | set(re.findall(r"pkg://(mmnp[\w.]+)", text)) | imported:
             if dotted not in groups and not dotted_resolves(dotted):
                 problems.append(f"{page.relative_to(ROOT)}: {dotted} names no module or attribute of one")
