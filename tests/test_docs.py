@@ -5,11 +5,14 @@ A fenced shell or Python block carries a marker on the line above it (docs/contr
 or `<!-- not run: why -->`. Runnable blocks run in order, one temporary folder per page, with
 `mmnp` and `python` from this venv and nothing fetched from the network; the `mmnp` commands of
 every block, run or not, may only use flags their `--help` lists, so a renamed flag fails here
-even where the command itself is too big to run.
+even where the command itself is too big to run. The README's stated main-job scores are
+checked against what the main job writes, and every link, repository path and `mmnp.*` name
+in the pages must lead somewhere.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -22,7 +25,10 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
+
+from mmnp.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -119,8 +125,6 @@ def mmnp_calls(block: Block) -> list[list[str]]:
 @cache
 def help_flags(path: tuple[str, ...]) -> frozenset[str] | None:
     """The flags `mmnp PATH --help` lists (None when PATH is no command)."""
-    from mmnp.cli import app
-
     result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "250", "NO_COLOR": "1"})
     if result.exit_code != 0:
         return None
@@ -129,9 +133,6 @@ def help_flags(path: tuple[str, ...]) -> frozenset[str] | None:
 
 @cache
 def subcommands(path: tuple[str, ...]) -> frozenset[str]:
-    from mmnp.cli import app
-    import typer.main
-
     command = typer.main.get_command(app)
     for name in path:
         command = command.commands[name]
@@ -141,8 +142,6 @@ def subcommands(path: tuple[str, ...]) -> frozenset[str]:
 @cache
 def backend_options(name: str) -> frozenset[str] | None:
     """The option names `mmnp backends NAME` lists (None for no such backend)."""
-    from mmnp.cli import app
-
     result = CliRunner().invoke(app, ["backends", name, "--json"])
     return frozenset(o["name"] for o in json.loads(result.output)["options"]) if result.exit_code == 0 else None
 
@@ -278,8 +277,6 @@ def module_file(module: str) -> Path | None:
 
 
 def top_level_names(file: Path) -> set[str]:
-    import ast
-
     names = set()
     for node in ast.parse(file.read_text()).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
