@@ -322,3 +322,26 @@ def test_every_file_and_module_the_pages_name_exists():
             if dotted not in groups and not dotted_resolves(dotted):
                 problems.append(f"{page.relative_to(ROOT)}: {dotted} names no module or attribute of one")
     assert not problems, "\n".join(sorted(problems))
+
+
+def every_mmnp_flag(path: tuple[str, ...] = ()) -> set[str]:
+    """The flags of every mmnp command and sub-command."""
+    found = set(help_flags(path) or ())
+    for name in subcommands(path):
+        found |= every_mmnp_flag((*path, name))
+    return found
+
+
+def test_every_flag_the_prose_names_exists():
+    """An option named in the text (`--rounds K`) is one of mmnp's, of a benchmark script's, or of a
+    command shown in the pages' blocks (lm_eval, pip, ...)."""
+    known = every_mmnp_flag()
+    for script in (ROOT / "benchmarks").glob("*.py"):
+        known |= set(re.findall(r"""add_argument\(\s*["'](--[\w-]+)""", script.read_text()))
+    texts = {page: page.read_text() for page in PAGES}
+    known |= {flag for b in ALL for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", b.text)}
+    problems = [f"{page.relative_to(ROOT)}: {flag} is no option of mmnp, a benchmark or a command shown"
+                for page, text in texts.items()
+                for flag in sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", re.sub(r"```.*?```", "", text,
+                                                                                            flags=re.S))) - known)]
+    assert not problems, "\n".join(problems)
