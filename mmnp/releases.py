@@ -36,19 +36,19 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
 # -- recorded by `python benchmarks/release_hashes.py --preset NAME --record`; not edited by hand --
 RECORDED: dict[str, dict[str, Any]] = {
     "mm-np-bench-v1": {
-        "task_versions": {"tsp": 1, "graph_coloring": 1, "vertex_cover": 1, "knapsack": 1, "longest_cycle": 1, "max_clique": 1, "set_cover": 1, "subset_sum": 1, "min_bisection": 1, "meeting_scheduling": 1},
+        "task_versions": {"tsp": 2, "graph_coloring": 2, "vertex_cover": 2, "knapsack": 2, "longest_cycle": 2, "max_clique": 2, "set_cover": 2, "subset_sum": 2, "min_bisection": 2, "meeting_scheduling": 2},
         "instances": 1020,
-        "benchmark_hash": "9f43e419b6026076a9b26dabbc7bc86fbac350d577fd06dbd9d622ecbb08a6e4",
+        "benchmark_hash": "18559e8d1a6caf67f1bef62f05e10e3da06e40589eecc309987131a9b5828506",
         "references": {
-            "9.15.6755": {"references_hash": "8b60d425c4c609a734cbc01e1cd2140f3b25e4be2b31b38745c4bc89c2d847e9", "proven_optima": 975},
+            "9.15.6755": {"references_hash": "c06dd0af04d95ddf9e2becb42de26af2e31b3540d8a8685f4f2f8e0dafa87641", "proven_optima": 976},
         },
     },
     "mm-np-bench-v2": {
-        "task_versions": {"tsp": 1, "graph_coloring": 1, "vertex_cover": 1, "knapsack": 1, "longest_cycle": 1, "max_clique": 1, "set_cover": 1, "subset_sum": 1, "min_bisection": 1, "meeting_scheduling": 1},
+        "task_versions": {"tsp": 2, "graph_coloring": 2, "vertex_cover": 2, "knapsack": 2, "longest_cycle": 2, "max_clique": 2, "set_cover": 2, "subset_sum": 2, "min_bisection": 2, "meeting_scheduling": 2},
         "instances": 1020,
-        "benchmark_hash": "1a0f9bd8943fa049fc2d02d0a7731ea3a0a4a11fbead4db53627461932e00d1b",
+        "benchmark_hash": "fdf15524ae1c76e66d8a6dce4afd870577eb0bc27c1e593c0c259bb03d1183ef",
         "references": {
-            "9.15.6755": {"references_hash": "3ac407d437971166473666a4299b830b12922f9dd9ebe7d0f394557596425860", "proven_optima": 974},
+            "9.15.6755": {"references_hash": "806b36ffe192de40a69e91bca880d69383544158bc6653a91e2d26dc53a15194", "proven_optima": 976},
         },
     },
 }
