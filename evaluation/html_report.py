@@ -261,12 +261,12 @@ def instance_of(run: Run, instance_id: str) -> Instance | None:
 
 
 def _browser_samples(path: Path) -> tuple[list[dict], str | None]:
-    """The latest record per key of a samples.jsonl (`mmnp.records` owns the format), or none
+    """The latest record per key of a samples.jsonl (`mmnp.samplelog` owns the format), or none
     and a line naming the damage, so one damaged run does not take the report down."""
-    from mmnp import records
+    from mmnp import samplelog
 
     try:
-        return records.read_samples(path), None
+        return samplelog.read_samples(path), None
     except DataError as e:
         return [], f"{e}; the sample browser skips this run"
     except OSError as e:
