@@ -17,7 +17,8 @@ pq = pytest.importorskip("pyarrow.parquet", reason="needs the hf extra")
 
 from mmnp.dataset import dataset_identity, load_dataset, read_manifest  # noqa: E402
 from mmnp.errors import DataError, UsageError  # noqa: E402
-from mmnp.export import export_command, export_dataset, load_export  # noqa: E402
+from mmnp.cli_data import export_command  # noqa: E402
+from mmnp.export import export_dataset, load_export  # noqa: E402
 from mmnp.registry import get_task  # noqa: E402
 
 
