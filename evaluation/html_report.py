@@ -200,7 +200,8 @@ def _kind_plot(pictured: list[_Series], kinds: list[str], p: _Plotter) -> str:
         return [s.metrics["overall"]] + [(s.metrics["picture_kinds"].get(k) or {}).get("overall") for k in kinds]
 
     return _sr_qr_bars(pictured, groups, ["all"] + [_label(k) for k in kinds],
-                       ("Image SR by picture kind, ± 1 SE", "Image QR by picture kind, ± 1 SE"), (11, 3.4), math.nan, p)
+                       ("Image SR by picture kind, ± 1 SE", "Image QR by picture kind, ± 1 SE"), (11, 3.4),
+                       math.nan, p)
 
 
 def _pass_at_k_plot(series: list[_Series], p: _Plotter) -> str:
