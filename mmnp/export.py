@@ -123,15 +123,6 @@ def _check_verl(options: ExportOptions) -> None:
         raise UsageError(f"--test-fraction {options.test_fraction}: give a number between 0 and 1, e.g. 0.1")
 
 
-FORMATS: dict[str, ExportFormat] = {  # `mmnp export --format`: its choices and help come from here
-    "hf": ExportFormat("Hub folder with card", _write_hf, hub=True),
-    "parquet": ExportFormat("a file per split", _write_splits("{name}.parquet")),
-    "verl": ExportFormat("train/test parquet for verl",
-                         lambda folder, instances, png, meta, options: _write_verl(folder, instances, png, options),
-                         check=_check_verl),
-}
-
-
 # -- writing --------------------------------------------------------------------------------------------
 
 
@@ -228,9 +219,11 @@ def _chunks(rows: Iterable[dict], size: int) -> Iterator[list[dict]]:
         yield batch
 
 
-def _write_verl(folder: Path, instances: list[Instance], png: Png, options: ExportOptions) -> dict[str, int]:
-    """train.parquet / test.parquet with verl's columns; test = the first ceil(f*n) of each
-    task x difficulty in hash order (stratified, and the same whatever the order of the rows)."""
+def _write_verl(folder: Path, instances: list[Instance], png: Png, meta: dict, options: ExportOptions,
+                ) -> dict[str, int]:
+    """train.parquet / test.parquet with verl's columns (no mmnp description: verl rows are for
+    training); test = the first ceil(f*n) of each task x difficulty in hash order (stratified,
+    and the same whatever the order of the rows)."""
     from datasets import Dataset
 
     from mmnp.rewards.verl import to_verl_row
@@ -249,6 +242,13 @@ def _write_verl(folder: Path, instances: list[Instance], png: Png, options: Expo
         Dataset.from_list(rows).to_parquet(str(folder / f"{split}.parquet"))
         counts[split] = len(rows)
     return counts
+
+
+FORMATS: dict[str, ExportFormat] = {  # `mmnp export --format`: its choices and help come from here
+    "hf": ExportFormat("Hub folder with card", _write_hf, hub=True),
+    "parquet": ExportFormat("a file per split", _write_splits("{name}.parquet")),
+    "verl": ExportFormat("train/test parquet for verl", _write_verl, check=_check_verl),
+}
 
 
 def generate_command(manifest: dict) -> str:
