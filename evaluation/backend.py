@@ -26,7 +26,7 @@ from typing import Any, Callable, Protocol
 from mmnp.core import Instance
 from mmnp.errors import RunError, UsageError
 from mmnp.plugins import Registry, UnknownPluginError
-from mmnp.records import sample_key
+from mmnp.samplelog import sample_key
 
 BACKENDS: dict[str, str | type] = {
     "solver": "mmnp.evaluation.solver_backend:SolverBackend",

@@ -217,7 +217,7 @@ def _reasons(folder: Path, most: int = 3) -> str:
     """The commonest failure reasons in a run's samples, for the one-line error."""
     from collections import Counter
 
-    from mmnp.records import SAMPLES, read_samples
+    from mmnp.samplelog import SAMPLES, read_samples
 
     errors = Counter((r.get("error") or "?")[:80] for r in read_samples(folder / SAMPLES) if r.get("failed"))
     return "; ".join(f"{n}x {e}" for e, n in errors.most_common(most))

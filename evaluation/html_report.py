@@ -14,7 +14,7 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from mmnp.core import CATEGORIES, Instance
 from mmnp.errors import DataError, MMNPError
@@ -146,19 +146,32 @@ def _plots(board: Board, ranking: Ranking, p: _Plotter) -> list[tuple[str, str]]
 
 def _category_plot(series: list[_Series], p: _Plotter) -> str:
     """SR and QR per category and overall, one bar per series, with standard errors."""
+    cats = [c for c in CATEGORIES if any(c in s.metrics["categories"] for s in series)] + ["overall"]
+
+    def groups(s: _Series) -> list[dict | None]:
+        return [s.metrics["overall"] if c == "overall" else s.metrics["categories"].get(c) for c in cats]
+
+    return _sr_qr_bars(series, groups, cats, ("Success rate (SR), ± 1 standard error",
+                                              "Quality ratio (QR), ± 1 standard error"), (13, 4.2), 0, p)
+
+
+def _sr_qr_bars(series: list[_Series], groups_of: Callable[[_Series], list[dict | None]], labels: list[str],
+                titles: tuple[str, str], size: tuple[float, float], missing: float, p: _Plotter) -> str:
+    """SR (left) and QR (right) of each series' `groups_of` groups, one bar per series and group,
+    with standard errors; a group without a figure is drawn as `missing`."""
     import numpy as np
 
-    cats = [c for c in CATEGORIES if any(c in s.metrics["categories"] for s in series)] + ["overall"]
-    fig, axes = p.plt.subplots(1, 2, figsize=(13, 4.2), sharey=True)
+    fig, axes = p.plt.subplots(1, 2, figsize=size, sharey=True)
     width = 0.8 / len(series)
-    for ax, key, title in ((axes[0], "sr", "Success rate (SR)"), (axes[1], "qr", "Quality ratio (QR)")):
+    for ax, key, title in ((axes[0], "sr", titles[0]), (axes[1], "qr", titles[1])):
         for i, s in enumerate(series):
-            groups = [s.metrics["overall"] if c == "overall" else s.metrics["categories"].get(c) for c in cats]
-            bars = ax.bar(np.arange(len(cats)) + i * width - 0.4 + width / 2, [100 * (g or {}).get(key, 0) for g in groups],
-                          width, yerr=_errors(groups, key), capsize=2, label=s.label, color=s.color)
+            groups = groups_of(s)
+            bars = ax.bar(np.arange(len(groups)) + i * width - 0.4 + width / 2,
+                          [100 * (g or {}).get(key, missing) for g in groups], width, yerr=_errors(groups, key),
+                          capsize=2, label=s.label, color=s.color)
             p.tag(bars.errorbar)
-        ax.set_xticks(range(len(cats)), cats)
-        ax.set_title(title + ", ± 1 standard error")
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_title(title)
         ax.set_ylabel("%")
         ax.grid(axis="y", alpha=0.3)
     axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -183,23 +196,12 @@ def _difficulty_plot(series: list[_Series], p: _Plotter) -> str:
 
 def _kind_plot(pictured: list[_Series], kinds: list[str], p: _Plotter) -> str:
     """Image SR and QR over all pictures and per picture kind, one bar per image series."""
-    import numpy as np
+    def groups(s: _Series) -> list[dict | None]:
+        return [s.metrics["overall"]] + [(s.metrics["picture_kinds"].get(k) or {}).get("overall") for k in kinds]
 
-    fig, axes = p.plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
-    width = 0.8 / len(pictured)
-    for ax, key, title in ((axes[0], "sr", "Image SR"), (axes[1], "qr", "Image QR")):
-        for i, s in enumerate(pictured):
-            groups = [s.metrics["overall"]] + [(s.metrics["picture_kinds"].get(k) or {}).get("overall") for k in kinds]
-            bars = ax.bar(np.arange(len(groups)) + i * width - 0.4 + width / 2,
-                          [100 * g[key] if g else math.nan for g in groups], width, yerr=_errors(groups, key),
-                          capsize=2, label=s.label, color=s.color)
-            p.tag(bars.errorbar)
-        ax.set_xticks(range(len(kinds) + 1), ["all"] + [_label(k) for k in kinds])
-        ax.set_title(f"{title} by picture kind, ± 1 SE")
-        ax.set_ylabel("%")
-        ax.grid(axis="y", alpha=0.3)
-    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return p.svg(fig)
+    return _sr_qr_bars(pictured, groups, ["all"] + [_label(k) for k in kinds],
+                       ("Image SR by picture kind, ± 1 SE", "Image QR by picture kind, ± 1 SE"), (11, 3.4),
+                       math.nan, p)
 
 
 def _pass_at_k_plot(series: list[_Series], p: _Plotter) -> str:
@@ -261,12 +263,12 @@ def instance_of(run: Run, instance_id: str) -> Instance | None:
 
 
 def _browser_samples(path: Path) -> tuple[list[dict], str | None]:
-    """The latest record per key of a samples.jsonl (`mmnp.records` owns the format), or none
+    """The latest record per key of a samples.jsonl (`mmnp.samplelog` owns the format), or none
     and a line naming the damage, so one damaged run does not take the report down."""
-    from mmnp import records
+    from mmnp import samplelog
 
     try:
-        return records.read_samples(path), None
+        return samplelog.read_samples(path), None
     except DataError as e:
         return [], f"{e}; the sample browser skips this run"
     except OSError as e:

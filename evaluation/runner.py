@@ -5,7 +5,7 @@ append-only log, and compute `results.json` from that log.
     OUTPUT/<model>/results.json    every metric, with the configuration and versions that produced it
     OUTPUT/<model>/run.json        the settings that fix what a sample is (checked on resume)
 
-Resuming needs no bookkeeping beyond the log (`mmnp.records`): a key with a successful line
+Resuming needs no bookkeeping beyond the log (`mmnp.samplelog`): a key with a successful line
 is done, a key whose latest line is a failed call is asked again, and a line cut by a crash
 is dropped. The folder is locked for the run: a second eval on it is refused.
 
@@ -34,7 +34,7 @@ from mmnp.evaluation.backend import (MESSAGES_TEMPLATE, Backend, Completion, Req
 from mmnp.evaluation.delivery import FAILED, PASSED, Delivery, image_probe_block
 from mmnp.evaluation.metrics import aggregate, instance_metrics
 from mmnp.evaluation.schema import PROBE, RESULTS, ImageProbe, ProbeGroup, ProbeMetrics, Results
-from mmnp.records import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
+from mmnp.samplelog import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
 from mmnp.registry import get_task, list_tasks
 from mmnp.transcribe import probe_prompt
 

@@ -8,19 +8,20 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mmnp import clikit
+from mmnp import cli_data, clikit
 from mmnp.clikit import console, out_console, progress_bar, split_list, user_errors
 from mmnp.errors import DataError, UsageError
 from mmnp.evaluation import cli as evaluation_cli
-from mmnp.export import export_command
-from mmnp.importers import import_command
 from mmnp.trainers import cli as trainers_cli
+
+if TYPE_CHECKING:
+    from mmnp.dataset import GenerateSpec
 
 app = typer.Typer(help="MM-NP-Bench: generate, verify, evaluate and train on NP-hard optimisation tasks.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -90,10 +91,9 @@ def generate(
 
     Rerun the same command to finish an interrupted run (every finished instance is kept) or to
     repair a damaged dataset (only the damaged instances are made again)."""
-    from mmnp.dataset import GenerateSpec, generate_dataset, parse_part, preset_spec
+    from mmnp.dataset import GenerateSpec, parse_part
     from mmnp.levels import parse_levels
     from mmnp.registry import resolve_tasks
-    from mmnp.releases import differing_task_versions
 
     if workers < 0:
         raise UsageError(f"--workers must be 0 (all cores) or more, got {workers}")
@@ -102,12 +102,7 @@ def generate(
         clashes = [n for n, v in (("--tasks", tasks), ("--difficulty", difficulty), ("--levels", levels),
                                   ("--count", count), ("--seed", seed), ("--param", param or None),
                                   ("--image-size", image_size), ("--time-limit", time_limit)) if v is not None]
-        spec = preset_spec(preset, images=images, optimal=optimal)
-        if clashes:
-            raise UsageError(f"--preset {preset} fixes {', '.join(clashes)}; drop them or drop --preset")
-        for task, (then, now) in differing_task_versions(preset).items():
-            console.print(f"[yellow]{task} is version {now} here; {preset} was made with version {then}: this "
-                          "build will differ from the release[/]", highlight=False)
+        spec = _preset_spec(preset, clashes, images, optimal)
     else:
         spec = GenerateSpec(
             tasks=tuple(t.name for t in resolve_tasks(tasks or "all")),
@@ -123,6 +118,34 @@ def generate(
         )
     if executor == "process":
         workers = workers or os.cpu_count() or 1
+    manifest = _generate_with_progress(out, spec, workers, overwrite, part, executor, ray_address)
+    if part is not None:
+        console.print(f"[green]wrote[/] part {part[0]}/{part[1]} ({manifest['instances']} instances) to "
+                      f"{escape(str(out))}; when all {part[1]} parts are done: mmnp merge PART_FOLDERS... --out DIR",
+                      highlight=False)
+        return
+    _print_written(manifest, out, preset)
+
+
+def _preset_spec(preset: str, clashes: list[str], images: bool, optimal: bool) -> GenerateSpec:
+    """The spec of `--preset`, refusing the flags it fixes and warning of task versions that differ."""
+    from mmnp.dataset import preset_spec
+    from mmnp.releases import differing_task_versions
+
+    spec = preset_spec(preset, images=images, optimal=optimal)
+    if clashes:
+        raise UsageError(f"--preset {preset} fixes {', '.join(clashes)}; drop them or drop --preset")
+    for task, (then, now) in differing_task_versions(preset).items():
+        console.print(f"[yellow]{task} is version {now} here; {preset} was made with version {then}: this "
+                      "build will differ from the release[/]", highlight=False)
+    return spec
+
+
+def _generate_with_progress(out: Path, spec: GenerateSpec, workers: int, overwrite: bool,
+                            part: tuple[int, int] | None, executor: str, ray_address: str | None) -> dict:
+    """`generate_dataset` under a progress bar (instances per second), its notices printed above it."""
+    from mmnp.dataset import generate_dataset
+
     with progress_bar() as bar:
         job = bar.add_task("generating" if part is None else f"generating part {part[0]}/{part[1]}", total=None,
                            rate="")
@@ -134,14 +157,8 @@ def generate(
         def notify(message: str) -> None:
             bar.console.print(f"[yellow]{escape(message)}[/]", highlight=False)
 
-        manifest = generate_dataset(out, spec, workers=workers, overwrite=overwrite, progress=report, notify=notify,
-                                    part=part, executor=executor, ray_address=ray_address)
-    if part is not None:
-        console.print(f"[green]wrote[/] part {part[0]}/{part[1]} ({manifest['instances']} instances) to "
-                      f"{escape(str(out))}; when all {part[1]} parts are done: mmnp merge PART_FOLDERS... --out DIR",
-                      highlight=False)
-        return
-    _print_written(manifest, out, preset)
+        return generate_dataset(out, spec, workers=workers, overwrite=overwrite, progress=report, notify=notify,
+                                part=part, executor=executor, ray_address=ray_address)
 
 
 def _print_written(manifest: dict, out: Path, preset: str | None = None) -> None:
@@ -315,7 +332,6 @@ def show(
     console.print(f"[green]wrote[/] {out}")
 
 
-app.command("import")(import_command)
-app.command("export")(export_command)
+app.add_typer(cli_data.app)
 app.add_typer(evaluation_cli.app)
 app.add_typer(trainers_cli.app)

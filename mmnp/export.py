@@ -21,9 +21,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
-
-import typer
+from typing import Any, Callable, Iterable, Iterator
 
 from mmnp.core import Instance, content_hash
 from mmnp.dataset import open_dataset
@@ -34,8 +32,8 @@ from mmnp.releases import release_of
 
 EXPORT_VERSION = 2  # 2: rows checked by the same content check as a dataset folder (manifest format 3)
 META_KEY = b"mmnp"  # parquet schema metadata key holding the export's description
-FORMATS = ("hf", "parquet", "verl")
-SPLIT_BY = ("difficulty", "task", "none")
+SPLIT_BY: dict[str, Callable[[Instance], str]] = {  # --split-by: the split an instance's row goes to
+    "difficulty": lambda inst: inst.difficulty, "task": lambda inst: inst.task, "none": lambda inst: "test"}
 LICENSE = "apache-2.0"
 ROW_GROUP = 64  # rows per parquet row group: small groups keep image pages light for readers and the Hub viewer
 
@@ -68,7 +66,61 @@ def to_row(inst: Instance, png: bytes) -> dict[str, Any]:
 
 
 def split_name(inst: Instance, split_by: str) -> str:
-    return {"difficulty": inst.difficulty, "task": inst.task, "none": "test"}[split_by]
+    return SPLIT_BY[split_by](inst)
+
+
+# -- the formats ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What shapes an export besides its format (`modality`, `reward`, `test_fraction`: verl's)."""
+
+    split_by: str = "difficulty"
+    modality: str = "text"
+    reward: str = "quality"
+    test_fraction: float = 0.1
+
+
+Png = Callable[[Instance], bytes]
+Writer = Callable[[Path, list[Instance], Png, dict, ExportOptions], dict[str, int]]
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """One `--format`: its help, the writer that fills the (staging) folder and returns the rows
+    per split, whether the Hub takes it (`--push-to-hub`), and a check of its options."""
+
+    help: str
+    write: Writer
+    hub: bool = False
+    check: Callable[[ExportOptions], None] = lambda options: None
+
+
+def _write_splits(layout: str) -> Writer:
+    """A writer of one parquet file per split, at `layout` (formatted with the split's name)."""
+    def write(folder: Path, instances: list[Instance], png: Png, meta: dict, options: ExportOptions,
+              ) -> dict[str, int]:
+        splits: dict[str, list[Instance]] = {}
+        for inst in instances:
+            splits.setdefault(split_name(inst, options.split_by), []).append(inst)
+        for name, members in splits.items():
+            _write_parquet(folder / layout.format(name=name), (to_row(i, png(i)) for i in members), meta)
+        return {name: len(members) for name, members in splits.items()}
+    return write
+
+
+def _write_hf(folder: Path, instances: list[Instance], png: Png, meta: dict, options: ExportOptions,
+              ) -> dict[str, int]:
+    """The Hub layout: data/<split>-00000-of-00001.parquet and the dataset card."""
+    counts = _write_splits("data/{name}-00000-of-00001.parquet")(folder, instances, png, meta, options)
+    (folder / "README.md").write_text(dataset_card(meta, counts, install_line(folder)), encoding="utf-8")
+    return counts
+
+
+def _check_verl(options: ExportOptions) -> None:
+    if not 0 < options.test_fraction < 1:
+        raise UsageError(f"--test-fraction {options.test_fraction}: give a number between 0 and 1, e.g. 0.1")
 
 
 # -- writing --------------------------------------------------------------------------------------------
@@ -89,10 +141,11 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
         raise UsageError(f"--format {format!r}: choose one of {', '.join(FORMATS)}")
     if split_by not in SPLIT_BY:
         raise UsageError(f"--split-by {split_by!r}: choose one of {', '.join(SPLIT_BY)}")
-    if push_to_hub and format != "hf":
-        raise UsageError("--push-to-hub needs --format hf (the Hub layout with its dataset card)")
-    if format == "verl" and not 0 < test_fraction < 1:
-        raise UsageError(f"--test-fraction {test_fraction}: give a number between 0 and 1, e.g. 0.1")
+    if push_to_hub and not FORMATS[format].hub:
+        raise UsageError("--push-to-hub needs --format " + " or ".join(n for n, f in FORMATS.items() if f.hub)
+                         + " (the Hub layout with its dataset card)")
+    options = ExportOptions(split_by, modality, reward, test_fraction)
+    FORMATS[format].check(options)
     data, out = Path(data), Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--out {out} exists and is not empty; choose a new folder (mmnp never overwrites your files)")
@@ -107,37 +160,31 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
     def png(inst: Instance) -> bytes:
         return dataset.image(inst) if inst.image else get_task(inst.task).render(inst)
 
+    counts = _write_whole(out, lambda staging: FORMATS[format].write(staging, instances, png, meta, options))
+    summary = {"out": str(out), "format": format, "rows": counts, "benchmark_hash": identity["benchmark_hash"]}
+    if push_to_hub:
+        push(out, push_to_hub, private)
+        summary["pushed_to"] = push_to_hub
+    return summary
+
+
+def _write_whole(out: Path, write: Callable[[Path], dict[str, int]]) -> dict[str, int]:
+    """Run `write` on a staging folder beside `out` (new or empty), then rename it to `out`: the
+    export appears whole or not at all."""
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     umask = os.umask(0)
     os.umask(umask)
     staging.chmod(0o777 & ~umask)  # mkdtemp's private 0700 would outlive the rename
     try:
-        if format == "verl":
-            counts = _write_verl(staging, instances, png, modality, reward, test_fraction)
-        else:
-            splits: dict[str, list[Instance]] = {}
-            for inst in instances:
-                splits.setdefault(split_name(inst, split_by), []).append(inst)
-            counts = {}
-            for name, members in splits.items():
-                rel = f"data/{name}-00000-of-00001.parquet" if format == "hf" else f"{name}.parquet"
-                _write_parquet(staging / rel, (to_row(i, png(i)) for i in members), meta)
-                counts[name] = len(members)
-            if format == "hf":
-                install = install_line(staging)
-                (staging / "README.md").write_text(dataset_card(meta, counts, install), encoding="utf-8")
+        counts = write(staging)
         if out.exists():
-            out.rmdir()  # empty, checked above
+            out.rmdir()  # empty, checked by the caller
         os.replace(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    summary = {"out": str(out), "format": format, "rows": counts, "benchmark_hash": identity["benchmark_hash"]}
-    if push_to_hub:
-        push(out, push_to_hub, private)
-        summary["pushed_to"] = push_to_hub
-    return summary
+    return counts
 
 
 def _version() -> str:
@@ -172,10 +219,11 @@ def _chunks(rows: Iterable[dict], size: int) -> Iterator[list[dict]]:
         yield batch
 
 
-def _write_verl(folder: Path, instances: list[Instance], png, modality: str, reward: str,
-                test_fraction: float) -> dict[str, int]:
-    """train.parquet / test.parquet with verl's columns; test = the first ceil(f*n) of each
-    task x difficulty in hash order (stratified, and the same whatever the order of the rows)."""
+def _write_verl(folder: Path, instances: list[Instance], png: Png, meta: dict, options: ExportOptions,
+                ) -> dict[str, int]:
+    """train.parquet / test.parquet with verl's columns (no mmnp description: verl rows are for
+    training); test = the first ceil(f*n) of each task x difficulty in hash order (stratified,
+    and the same whatever the order of the rows)."""
     from datasets import Dataset
 
     from mmnp.rewards.verl import to_verl_row
@@ -184,15 +232,23 @@ def _write_verl(folder: Path, instances: list[Instance], png, modality: str, rew
     for inst in instances:
         groups.setdefault((inst.task, inst.difficulty), []).append(inst)
     test_ids = {i.id for members in groups.values()
-                for i in sorted(members, key=lambda i: i.hash)[:math.ceil(test_fraction * len(members))]}
+                for i in sorted(members, key=lambda i: i.hash)[:math.ceil(options.test_fraction * len(members))]}
     counts = {}
     for split in ("train", "test"):
         members = [i for i in instances if (i.id in test_ids) == (split == "test")]
-        rows = [to_verl_row(inst, modality, reward, png=png(inst) if modality == "image" else None,
-                            index=index, split=split) for index, inst in enumerate(members)]
+        rows = [to_verl_row(inst, options.modality, options.reward,
+                            png=png(inst) if options.modality == "image" else None, index=index, split=split)
+                for index, inst in enumerate(members)]
         Dataset.from_list(rows).to_parquet(str(folder / f"{split}.parquet"))
         counts[split] = len(rows)
     return counts
+
+
+FORMATS: dict[str, ExportFormat] = {  # `mmnp export --format`: its choices and help come from here
+    "hf": ExportFormat("Hub folder with card", _write_hf, hub=True),
+    "parquet": ExportFormat("a file per split", _write_splits("{name}.parquet")),
+    "verl": ExportFormat("train/test parquet for verl", _write_verl, check=_check_verl),
+}
 
 
 def generate_command(manifest: dict) -> str:
@@ -243,25 +299,9 @@ def install_line(folder: Path) -> str:
 def dataset_card(meta: dict, counts: dict[str, int], install: str) -> str:
     """README.md with the YAML header the Hub and `datasets` read (configs, features, license)."""
     import yaml
-    from datasets import DatasetInfo, SplitDict, SplitInfo
 
     manifest = meta["manifest"]
-    splits = SplitDict()
-    for name, n in counts.items():
-        splits.add(SplitInfo(name=name, num_examples=n))
-    info = DatasetInfo(features=features(), splits=splits)._to_yaml_dict()
-    header = {
-        "license": LICENSE,
-        "pretty_name": "MM-NP-Bench",
-        "tags": ["mmnp", "combinatorial-optimization", "np-hard", "multimodal", "reasoning"],
-        "task_categories": ["text-generation", "image-text-to-text"],
-        "configs": [{"config_name": "default",
-                     "data_files": [{"split": name, "path": f"data/{name}-*"} for name in counts]}],
-        "dataset_info": info,
-        # the whole description, manifest included: `push_to_hub` rewrites the parquet files
-        # without their schema metadata, so a Hub copy is checked against this
-        "mmnp": meta,
-    }
+    header = _card_header(meta, counts)
     tasks = ", ".join(manifest["counts"])
     table = "\n".join(f"| {name} | {n} |" for name, n in counts.items())
     return f"""---
@@ -306,6 +346,29 @@ since each task's instance has its own shape. `image` is the rendered PNG. Score
 
 Apache-2.0, like mmnp.
 """
+
+
+def _card_header(meta: dict, counts: dict[str, int]) -> dict:
+    """The dataset card's YAML header: license, tags, configs, `datasets`' info, mmnp's description."""
+    from datasets import DatasetInfo, SplitDict, SplitInfo
+
+    splits = SplitDict()
+    for name, n in counts.items():
+        splits.add(SplitInfo(name=name, num_examples=n))
+    info = DatasetInfo(features=features(), splits=splits)._to_yaml_dict()
+    header = {
+        "license": LICENSE,
+        "pretty_name": "MM-NP-Bench",
+        "tags": ["mmnp", "combinatorial-optimization", "np-hard", "multimodal", "reasoning"],
+        "task_categories": ["text-generation", "image-text-to-text"],
+        "configs": [{"config_name": "default",
+                     "data_files": [{"split": name, "path": f"data/{name}-*"} for name in counts]}],
+        "dataset_info": info,
+        # the whole description, manifest included: `push_to_hub` rewrites the parquet files
+        # without their schema metadata, so a Hub copy is checked against this
+        "mmnp": meta,
+    }
+    return header
 
 
 def push(out: Path, repo: str, private: bool) -> None:
@@ -361,7 +424,7 @@ def load_export(path: str | Path) -> Export:
     each row rebuilds its record line, whose digests, ids and shards, and the pictures' bytes,
     must be those the embedded source manifest lists, and derive its hashes."""
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet  # noqa: F401  (read in `_read_parquet`: checked before any download)
     except ImportError:
         raise UsageError(f"reading the export {path} needs the hf extra: pip install 'mmnp[hf]'") from None
 
@@ -373,6 +436,20 @@ def load_export(path: str | Path) -> Export:
                    if not any(part.startswith(".") for part in p.relative_to(path).parts))
     if not files:
         raise DataError(f"{path} holds no parquet files; export one with `mmnp export --data D --format hf --out {path}`")
+    meta, rows = _read_parquet(path, files)
+    if not isinstance(meta, dict) or meta.get("export_version") != EXPORT_VERSION:
+        raise DataError(f"{path}: written by another mmnp export format ({(meta or {}).get('export_version')}, this "
+                        f"mmnp reads {EXPORT_VERSION}); export the dataset again")
+    manifest = validate_manifest(meta.get("manifest"), f"{path}: the source manifest")
+    instances, images, hashes = _checked_rows(path, manifest, rows, meta.get("images") == "dataset")
+    return Export(path, instances, manifest, images, hashes)
+
+
+def _read_parquet(path: Path, files: list[Path]) -> tuple[dict | None, list[tuple[Path, int, dict]]]:
+    """(the export's description, (file, row number, row) of every row) from its parquet files:
+    the description from their schema metadata, else from the folder's dataset card (a Hub copy)."""
+    import pyarrow.parquet as pq
+
     card = _card_meta(path if path.is_dir() else path.parent)
     meta, rows = None, []
     for file in files:
@@ -391,11 +468,13 @@ def load_export(path: str | Path) -> Export:
             raise DataError(f"{file} comes from another dataset than {files[0]}; keep one export per folder")
         for number, row in enumerate(table.to_pylist()):
             rows.append((file, number, row))
-    if not isinstance(meta, dict) or meta.get("export_version") != EXPORT_VERSION:
-        raise DataError(f"{path}: written by another mmnp export format ({(meta or {}).get('export_version')}, this "
-                        f"mmnp reads {EXPORT_VERSION}); export the dataset again")
-    manifest = validate_manifest(meta.get("manifest"), f"{path}: the source manifest")
-    with_pictures = meta.get("images") == "dataset"
+    return meta, rows
+
+
+def _checked_rows(path: Path, manifest: dict, rows: list[tuple[Path, int, dict]], with_pictures: bool,
+                  ) -> tuple[list[Instance], dict[str, bytes], tuple[str, str]]:
+    """The rows as Instances in the dataset's order, their pictures by id, and the hashes they
+    derive, after `check_content` found them to be what the source `manifest` lists."""
     instances, images, pngs = [], {}, {}
     shards: dict[tuple[str, str], list[Digest] | None] = {}
     for file, number, row in rows:
@@ -420,7 +499,7 @@ def load_export(path: str | Path) -> Export:
                         "damaged; a missing split too): export it again, or download it whole")
     order = {s: n for n, s in enumerate(listed)}
     instances.sort(key=lambda i: (order[i.task, i.difficulty], int(i.id.rsplit("-", 1)[1])))
-    return Export(path, instances, manifest, images, hashes)
+    return instances, images, hashes
 
 
 def _row_instance(row: dict, where: str, with_pictures: bool) -> Instance:
@@ -475,31 +554,4 @@ def _download(repo: str) -> Path:
         raise RunError(f"asking the Hub for the dataset {repo} failed: {type(e).__name__}: {reason}") from None
 
 
-# -- the command ----------------------------------------------------------------------------------------
-
-
-def export_command(
-    data: Path = typer.Option(..., "--data", help="A dataset folder written by `mmnp generate`."),
-    out: Path = typer.Option(..., "--out", "-o", help="A new folder for the export."),
-    format: str = typer.Option("hf", "--format", help="hf: Hub folder with card; parquet: a file per split; "
-                                                      "verl: train/test parquet for verl."),
-    split_by: str = typer.Option("difficulty", "--split-by", help="difficulty, task or none (one 'test' split)."),
-    modality: str = typer.Option("text", help="verl only: text prompts, or image prompts with the PNG."),
-    reward: str = typer.Option("quality", help="verl only: reward shape (quality, feasible, shaped)."),
-    test_fraction: float = typer.Option(0.1, help="verl only: share of each task x difficulty in test.parquet."),
-    push_to_hub: Optional[str] = typer.Option(None, "--push-to-hub", help="Also upload to this Hub dataset repo "
-                                                                          "(owner/name); needs `hf` format."),
-    private: bool = typer.Option(False, help="Make the pushed Hub repo private."),
-) -> None:
-    """Export a dataset for Hugging Face datasets / the Hub, parquet readers, or verl."""
-    from mmnp.clikit import out_console, user_errors
-
-    summary = user_errors(export_dataset)(data, out, format, split_by, push_to_hub, private, modality, reward,
-                                          test_fraction)
-    rows = ", ".join(f"{name} {n}" for name, n in summary["rows"].items())
-    out_console.print(f"wrote {summary['out']} ({format}; rows: {rows}); benchmark hash "
-                      f"{summary['benchmark_hash'][:12]}" + (f"; pushed to {push_to_hub}" if push_to_hub else ""),
-                      highlight=False, soft_wrap=True)
-
-
-__all__ = ["Export", "export_command", "export_dataset", "features", "load_export", "to_row"]
+__all__ = ["FORMATS", "Export", "ExportFormat", "ExportOptions", "export_dataset", "features", "load_export", "to_row"]

@@ -410,31 +410,12 @@ def generate_dataset(
             state = None
         _refuse_foreign_files(out, spec, part, state)
         wanted = _state_for(spec, part)
-        salvaged = None
-        if state is not None:
-            if (state["arguments"], state["part"]) != (wanted["arguments"], wanted["part"]):
-                raise UsageError(f"{out} holds an unfinished generation of a different "
-                                 f"{'part or ' if part or state['part'] else ''}dataset; rerun its own command to "
-                                 "finish it, pass --overwrite to replace it, or choose another --out")
-        elif (out / MANIFEST).exists():
-            manifest = _read_json(out / MANIFEST)
-            if part is not None:
-                raise UsageError(f"{out} holds a finished dataset; a part (--shard) is written to a folder of its own")
-            if not isinstance(manifest, dict) or manifest.get("arguments") != spec.to_json():
-                raise UsageError(f"{out} is not empty and holds a different dataset; pass --overwrite "
-                                 "to replace it, or choose another --out")
-            salvaged = _salvage(out, manifest, spec, notify)
-            if salvaged is None:
-                return manifest
+        manifest, salvaged = _existing(out, spec, part, state, wanted, notify)
+        if manifest is not None and salvaged is None:
+            return manifest  # finished and intact
         jobs = jobs_of(spec, part)
         if state is None:
-            state = wanted
-            if salvaged:  # the kept instances' versions: finishing with others would mix two kinds
-                state = {**wanted, "task_versions": manifest["task_versions"],
-                         "ortools_version": manifest["ortools_version"]}
-            atomic_write(out / IN_PROGRESS, json.dumps(state, indent=1))
-            atomic_write(out / LOG, b"".join(png.encode() + b" " + line + b"\n"
-                                             for line, png in (salvaged or {}).values()))
+            state = _start(out, wanted, manifest, salvaged)
         finished = _read_log(out, jobs, spec.images, notify)
         remaining = [job for job in jobs if _job_id(job) not in finished]
         _refuse_changed_versions(state, spec, remaining, out)
@@ -444,6 +425,40 @@ def generate_dataset(
         if part is not None:
             return {"part": list(part), "instances": len(jobs), "arguments": spec.to_json()}
         return _finish(out, spec, state, finished)
+
+
+def _existing(out: Path, spec: GenerateSpec, part: tuple[int, int] | None, state: dict | None, wanted: dict,
+              notify: Notify | None) -> tuple[dict | None, dict[str, tuple[bytes, str]] | None]:
+    """What `out` already holds for this run: (its finished manifest, the instances to keep of it:
+    None when it is intact); (None, None) for an unfinished run of this spec, or nothing. Refuses
+    an unfinished or finished run of another dataset or part."""
+    if state is not None:
+        if (state["arguments"], state["part"]) != (wanted["arguments"], wanted["part"]):
+            raise UsageError(f"{out} holds an unfinished generation of a different "
+                             f"{'part or ' if part or state['part'] else ''}dataset; rerun its own command to "
+                             "finish it, pass --overwrite to replace it, or choose another --out")
+        return None, None
+    if not (out / MANIFEST).exists():
+        return None, None
+    manifest = _read_json(out / MANIFEST)
+    if part is not None:
+        raise UsageError(f"{out} holds a finished dataset; a part (--shard) is written to a folder of its own")
+    if not isinstance(manifest, dict) or manifest.get("arguments") != spec.to_json():
+        raise UsageError(f"{out} is not empty and holds a different dataset; pass --overwrite "
+                         "to replace it, or choose another --out")
+    return manifest, _salvage(out, manifest, spec, notify)
+
+
+def _start(out: Path, wanted: dict, manifest: dict | None, salvaged: dict[str, tuple[bytes, str]] | None) -> dict:
+    """Begin a run in `out`: its state and its log (holding the `salvaged` instances); the state."""
+    state = wanted
+    if salvaged:  # the kept instances' versions: finishing with others would mix two kinds
+        state = {**wanted, "task_versions": manifest["task_versions"],
+                 "ortools_version": manifest["ortools_version"]}
+    atomic_write(out / IN_PROGRESS, json.dumps(state, indent=1))
+    atomic_write(out / LOG, b"".join(png.encode() + b" " + line + b"\n"
+                                     for line, png in (salvaged or {}).values()))
+    return state
 
 
 def merge_parts(out: str | Path, parts: list[str | Path], *, notify: Notify | None = None,
@@ -466,23 +481,8 @@ def merge_parts(out: str | Path, parts: list[str | Path], *, notify: Notify | No
                 raise DataError(f"{folder}: not a part of a generation (it has no {IN_PROGRESS} with a --shard K/N)")
             states.append(state)
         first = states[0]
-        for folder, state in zip(folders, states):
-            for key in ("arguments", "task_versions", "ortools_version"):
-                if state[key] != first[key]:
-                    raise DataError(f"{folder}: its {key} differ from {folders[0]}'s; these parts are not of "
-                                    "one generation")
-            if state["part"][1] != first["part"][1]:
-                raise DataError(f"{folder} is part {state['part'][0]}/{state['part'][1]}, {folders[0]} is part "
-                                f"{first['part'][0]}/{first['part'][1]}: parts of different splits")
+        given = _all_parts(folders, states)
         n = first["part"][1]
-        given: dict[int, Path] = {}
-        for folder, state in zip(folders, states):
-            k = state["part"][0]
-            if k in given:
-                raise UsageError(f"part {k}/{n} is given twice ({given[k]} and {folder})")
-            given[k] = folder
-        if missing := [f"{k}/{n}" for k in range(1, n + 1) if k not in given]:
-            raise UsageError(f"missing part(s) {', '.join(missing)}: generate them with --shard, then merge all {n}")
         spec = GenerateSpec.from_json(first["arguments"])
         finished: dict[str, tuple[bytes, str]] = {}
         sources: dict[str, Path] = {}
@@ -510,6 +510,29 @@ def merge_parts(out: str | Path, parts: list[str | Path], *, notify: Notify | No
             atomic_write(out / LOG, b"".join(finished[id][1].encode() + b" " + finished[id][0] + b"\n"
                                              for id in ordered))  # now an unfinished run `generate` could finish
             return _finish(out, spec, state, finished)
+
+
+def _all_parts(folders: list[Path], states: list[dict]) -> dict[int, Path]:
+    """Each part K's folder, when the folders hold every part 1..N of one generation, once each."""
+    first = states[0]
+    for folder, state in zip(folders, states):
+        for key in ("arguments", "task_versions", "ortools_version"):
+            if state[key] != first[key]:
+                raise DataError(f"{folder}: its {key} differ from {folders[0]}'s; these parts are not of "
+                                "one generation")
+        if state["part"][1] != first["part"][1]:
+            raise DataError(f"{folder} is part {state['part'][0]}/{state['part'][1]}, {folders[0]} is part "
+                            f"{first['part'][0]}/{first['part'][1]}: parts of different splits")
+    n = first["part"][1]
+    given: dict[int, Path] = {}
+    for folder, state in zip(folders, states):
+        k = state["part"][0]
+        if k in given:
+            raise UsageError(f"part {k}/{n} is given twice ({given[k]} and {folder})")
+        given[k] = folder
+    if missing := [f"{k}/{n}" for k in range(1, n + 1) if k not in given]:
+        raise UsageError(f"missing part(s) {', '.join(missing)}: generate them with --shard, then merge all {n}")
+    return given
 
 
 # -- a finished folder: damage, containment ------------------------------------------------------
@@ -634,41 +657,10 @@ def _remove_generated(out: Path, state: dict | None, notify: Notify | None) -> N
     file reached without a link, and it still holds what was listed (shards record by record,
     pictures by SHA-256). Anything else stays, and is named."""
     listed: dict[str, Callable[[bytes], bool]] = {}
-    manifest_file = out / MANIFEST
-    genuine = False
-    if manifest_file.is_file() and not manifest_file.is_symlink():
-        manifest = _read_json(manifest_file)
-        try:
-            validate_manifest(manifest, str(manifest_file))
-            genuine = True
-        except DataError:
-            genuine = _listed_by_format2(manifest, listed)
-        else:
-            for rel, rows in manifest["records"].items():
-                listed[rel] = _shard_matches(set(rows), rel)
-                for text in rows:
-                    id, png = text.split(" ")[0], text.split(" ")[3]
-                    if png != NO_IMAGE:
-                        listed[image_name(id)] = _png_matches(png)
+    genuine = _listed_by_manifest(out, listed)
     if state is not None:
         genuine = True
-        log = out / LOG
-        logged: set[bytes] = set()
-        if log.is_file() and not log.is_symlink():
-            for entry in log.read_bytes().split(b"\n"):
-                png, _, line = entry.partition(b" ")
-                try:
-                    digest = digest_line(line, str(log))
-                except DataError:
-                    continue
-                logged.add(line)
-                if png != NO_IMAGE.encode():
-                    listed[image_name(digest.id)] = _png_matches(png.decode())
-        arguments = state["arguments"]
-        for task in filter(is_name, arguments.get("tasks", [])):  # shards a run killed while finishing wrote
-            for difficulty in filter(is_name, arguments.get("difficulties", [])):
-                listed.setdefault(f"{task}/{difficulty}.jsonl",
-                                  lambda raw: bool(raw) and set(raw.split(b"\n")[:-1]) <= logged)
+        _listed_by_log(out, state, listed)
     if not genuine:
         if any(entry.name != FolderLock.NAME for entry in out.iterdir()):
             raise UsageError(f"{out}: its {MANIFEST} is not one `mmnp generate` wrote, so nothing there is known to be "
@@ -695,6 +687,48 @@ def _remove_generated(out: Path, state: dict | None, notify: Notify | None) -> N
     if kept and notify:
         notify(f"--overwrite kept {len(kept)} file(s) mmnp cannot tell are its own: {'; '.join(kept[:3])}"
                + (" ..." if len(kept) > 3 else ""))
+
+
+def _listed_by_manifest(out: Path, listed: dict[str, Callable[[bytes], bool]]) -> bool:
+    """Add what the folder's manifest lists (of any format mmnp wrote) to `listed`, each with the
+    check that a file still holds it; whether the manifest is one mmnp wrote."""
+    manifest_file = out / MANIFEST
+    if not manifest_file.is_file() or manifest_file.is_symlink():
+        return False
+    manifest = _read_json(manifest_file)
+    try:
+        validate_manifest(manifest, str(manifest_file))
+    except DataError:
+        return _listed_by_format2(manifest, listed)
+    for rel, rows in manifest["records"].items():
+        listed[rel] = _shard_matches(set(rows), rel)
+        for text in rows:
+            id, png = text.split(" ")[0], text.split(" ")[3]
+            if png != NO_IMAGE:
+                listed[image_name(id)] = _png_matches(png)
+    return True
+
+
+def _listed_by_log(out: Path, state: dict, listed: dict[str, Callable[[bytes], bool]]) -> None:
+    """Add what an unfinished run wrote to `listed`: the pictures its log names, and the shards
+    (holding only logged lines) that a run killed while finishing wrote."""
+    log = out / LOG
+    logged: set[bytes] = set()
+    if log.is_file() and not log.is_symlink():
+        for entry in log.read_bytes().split(b"\n"):
+            png, _, line = entry.partition(b" ")
+            try:
+                digest = digest_line(line, str(log))
+            except DataError:
+                continue
+            logged.add(line)
+            if png != NO_IMAGE.encode():
+                listed[image_name(digest.id)] = _png_matches(png.decode())
+    arguments = state["arguments"]
+    for task in filter(is_name, arguments.get("tasks", [])):
+        for difficulty in filter(is_name, arguments.get("difficulties", [])):
+            listed.setdefault(f"{task}/{difficulty}.jsonl",
+                              lambda raw: bool(raw) and set(raw.split(b"\n")[:-1]) <= logged)
 
 
 def _shard_matches(rows: set[str], rel: str) -> Callable[[bytes], bool]:

@@ -29,9 +29,7 @@ import re
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Optional
-
-import typer
+from typing import Any, Callable
 
 from mmnp.core import Instance, content_hash
 from mmnp.dataset import MANIFEST, atomic_write, build_manifest, instance_id
@@ -40,7 +38,6 @@ from mmnp.generators.knapsack import MAX_NUMBER  # knapsack weights and values (
 from mmnp.registry import get_task
 from mmnp.task import DEFAULT_TIME_LIMIT, Task
 
-FORMATS = ("tsplib", "dimacs", "orlib", "classic")
 GRAPH_TASKS = ("graph_coloring", "max_clique", "vertex_cover", "min_bisection", "longest_cycle")
 CLASSIC_META = "classic.json"
 
@@ -129,17 +126,8 @@ def read_tsplib(text: str, where: str) -> tuple[str, dict]:
     """A TSPLIB EUC_2D file -> (NAME, tsp data). Refuses other distance types: mmnp's tsp
     verifier measures TSPLIB EUC_2D lengths, so an ATT or GEO optimum would not apply. At most
     MAX_CITIES cities with integer coordinates within MAX_COORDINATE (also the span of each axis)."""
-    header: dict[str, tuple[str, int]] = {}  # key -> (value, line)
     lines = text.splitlines()
-    i = 0
-    while i < len(lines) and lines[i].strip().upper() not in ("NODE_COORD_SECTION", "EOF"):
-        key, sep, value = lines[i].partition(":")
-        if sep:
-            header[key.strip().upper()] = (value.strip(), i + 1)
-        elif lines[i].strip():
-            raise DataError(f"{where}:{i + 1}: {lines[i].strip()[:40]!r} is not a 'KEY : value' header line; "
-                            "is this a TSPLIB .tsp file?")
-        i += 1
+    header, i = _tsplib_header(lines, where)
     kind, at = header.get("TYPE", ("TSP", 1))
     if kind.upper().split()[:1] != ["TSP"]:
         raise DataError(f"{where}:{at}: TYPE {kind[:20]}: only symmetric TSP files (TYPE : TSP) can be imported")
@@ -156,6 +144,38 @@ def read_tsplib(text: str, where: str) -> tuple[str, dict]:
     if i >= len(lines) or lines[i].strip().upper() != "NODE_COORD_SECTION":
         raise DataError(f"{where}:{min(i + 1, len(lines)) or 1}: no NODE_COORD_SECTION before the end of the "
                         "header; only files with node coordinates can be imported")
+    coords, j, low = _tsplib_nodes(lines, i, declared, where)
+    if declared is None and len(coords) < 3:
+        raise DataError(f"{where}:{j}: {len(coords)} nodes read; a tour needs at least 3")
+    if declared is not None and declared != len(coords):
+        raise DataError(f"{where}:{header['DIMENSION'][1]}: DIMENSION {declared} but {len(coords)} nodes read "
+                        f"(to line {j}); correct DIMENSION or the node list")
+    if min(low) < 0:  # the picture's grid starts at 0: move each axis there (distances stay), within the span bound
+        coords = [[x - min(low[0], 0), y - min(low[1], 0)] for x, y in coords]
+    grid = max(max(c) for c in coords)
+    return header.get("NAME", (Path(where).stem, 0))[0], {"coords": coords, "grid": grid, "distance": "EUC_2D"}
+
+
+def _tsplib_header(lines: list[str], where: str) -> tuple[dict[str, tuple[str, int]], int]:
+    """A TSPLIB file's 'KEY : value' header as {KEY: (value, line)}, and the index of the line
+    that ends it (NODE_COORD_SECTION or EOF; len(lines) when none does)."""
+    header: dict[str, tuple[str, int]] = {}
+    i = 0
+    while i < len(lines) and lines[i].strip().upper() not in ("NODE_COORD_SECTION", "EOF"):
+        key, sep, value = lines[i].partition(":")
+        if sep:
+            header[key.strip().upper()] = (value.strip(), i + 1)
+        elif lines[i].strip():
+            raise DataError(f"{where}:{i + 1}: {lines[i].strip()[:40]!r} is not a 'KEY : value' header line; "
+                            "is this a TSPLIB .tsp file?")
+        i += 1
+    return header, i
+
+
+def _tsplib_nodes(lines: list[str], i: int, declared: int | None, where: str,
+                  ) -> tuple[list[list[int]], int, list[int]]:
+    """The integer coordinates of the NODE_COORD_SECTION at line index `i`, the number of the
+    last line read, and each axis's lowest coordinate (bounds checked on the way)."""
     coords: list[list[int]] = []
     low, high = [MAX_COORDINATE + 1] * 2, [-MAX_COORDINATE - 1] * 2
     j = i + 1
@@ -186,15 +206,7 @@ def read_tsplib(text: str, where: str) -> tuple[str, dict]:
                                 f"mmnp imports (coordinates and their spread at most {MAX_COORDINATE:,}); scale the "
                                 "instance down")
         coords.append([int(xy[0]), int(xy[1])])
-    if declared is None and len(coords) < 3:
-        raise DataError(f"{where}:{j}: {len(coords)} nodes read; a tour needs at least 3")
-    if declared is not None and declared != len(coords):
-        raise DataError(f"{where}:{header['DIMENSION'][1]}: DIMENSION {declared} but {len(coords)} nodes read "
-                        f"(to line {j}); correct DIMENSION or the node list")
-    if min(low) < 0:  # the picture's grid starts at 0: move each axis there (distances stay), within the span bound
-        coords = [[x - min(low[0], 0), y - min(low[1], 0)] for x, y in coords]
-    grid = max(max(c) for c in coords)
-    return header.get("NAME", (Path(where).stem, 0))[0], {"coords": coords, "grid": grid, "distance": "EUC_2D"}
+    return coords, j, low
 
 
 def read_dimacs(text: str, where: str, complement: bool = False) -> tuple[int, list[list[int]]]:
@@ -324,6 +336,9 @@ def read_orlib(text: str, where: str, unit_costs: bool = False) -> tuple[str, di
 def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = False,
               unit_costs: bool = False) -> Published:
     """One file of format `fmt` as a Published instance (no optimum attached)."""
+    read = FORMATS[fmt].read if fmt in FORMATS else None
+    if read is None:
+        raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(n for n, f in FORMATS.items() if f.read)}")
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -332,23 +347,30 @@ def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = 
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         raise DataError(f"{path}: cannot read it ({e.strerror or e}); check the path") from None
+    return read(text, path, task, complement, unit_costs)
+
+
+def _tsplib_file(text: str, path: Path, task: str | None, complement: bool, unit_costs: bool) -> Published:
+    if task not in (None, "tsp"):
+        raise UsageError(f"--task {task}: TSPLIB files import as tsp")
+    name, data = read_tsplib(text, str(path))
+    return Published("tsp", name, data, path.name)
+
+
+def _dimacs_file(text: str, path: Path, task: str | None, complement: bool, unit_costs: bool) -> Published:
     where = str(path)
-    if fmt == "tsplib":
-        if task not in (None, "tsp"):
-            raise UsageError(f"--task {task}: TSPLIB files import as tsp")
-        name, data = read_tsplib(text, where)
-        return Published("tsp", name, data, path.name)
-    if fmt == "dimacs":
-        if task not in GRAPH_TASKS:
-            raise UsageError(f"{where}: a DIMACS graph serves several tasks; pass --task, one of {', '.join(GRAPH_TASKS)}")
-        n, edges = read_dimacs(text, where, complement)
-        return Published(task, path.stem + ("-complement" if complement else ""), {"n": n, "edges": edges}, path.name)
-    if fmt == "orlib":
-        kind, data = read_orlib(text, where, unit_costs)
-        if task not in (None, kind):
-            raise UsageError(f"--task {task}: {where} is a {kind} file")
-        return Published(kind, path.stem, data, path.name)
-    raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if task not in GRAPH_TASKS:
+        raise UsageError(f"{where}: a DIMACS graph serves several tasks; pass --task, one of {', '.join(GRAPH_TASKS)}")
+    n, edges = read_dimacs(text, where, complement)
+    return Published(task, path.stem + ("-complement" if complement else ""), {"n": n, "edges": edges}, path.name)
+
+
+def _orlib_file(text: str, path: Path, task: str | None, complement: bool, unit_costs: bool) -> Published:
+    where = str(path)
+    kind, data = read_orlib(text, where, unit_costs)
+    if task not in (None, kind):
+        raise UsageError(f"--task {task}: {where} is a {kind} file")
+    return Published(kind, path.stem, data, path.name)
 
 
 # -- published optima ---------------------------------------------------------------------
@@ -443,6 +465,29 @@ def classic_instances() -> list[Published]:
     return out
 
 
+# -- the formats --------------------------------------------------------------------------
+
+FileReader = Callable[[str, Path, str | None, bool, bool], Published]  # (text, path, task, complement, unit_costs)
+
+
+@dataclass(frozen=True)
+class ImportFormat:
+    """One `mmnp import FORMAT`: its help, and either the reader of one of its files or, for a set
+    mmnp ships, the function that reads the whole set (`shipped`; its dataset's shard is its name)."""
+
+    help: str
+    read: FileReader | None = None
+    shipped: Callable[[], list[Published]] | None = None
+
+
+FORMATS: dict[str, ImportFormat] = {  # `mmnp import FORMAT`: its choices and help come from here
+    "tsplib": ImportFormat("TSPLIB EUC_2D .tsp files (tsp)", _tsplib_file),
+    "dimacs": ImportFormat("DIMACS .col/.clq graphs (a graph task: --task)", _dimacs_file),
+    "orlib": ImportFormat("OR-Library knapsack, Steiner triple and unicost scp files", _orlib_file),
+    "classic": ImportFormat("the shipped classic set (no files)", shipped=classic_instances),
+}
+
+
 # -- datasets -----------------------------------------------------------------------------
 
 def build_instance(item: Published, index: int, shard: str, optimal: bool = True,
@@ -515,10 +560,12 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
                  optima: Path | None = None, images: bool = True, optimal: bool = True,
                  image_size: int = 768, time_limit: float = DEFAULT_TIME_LIMIT) -> dict:
     """What `mmnp import` does: read, attach optima, write the dataset; returns the manifest."""
-    if fmt == "classic":
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if FORMATS[fmt].shipped is not None:
         if files:
-            raise UsageError("`mmnp import classic` takes no files: it imports the shipped classic set")
-        items, shard = classic_instances(), "classic"
+            raise UsageError(f"`mmnp import {fmt}` takes no files: it imports the shipped {fmt} set")
+        items, shard = FORMATS[fmt].shipped(), fmt
         names = [f"{i.file}:{i.task}" for i in items]
     else:
         if not files:
@@ -539,30 +586,3 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
         shard, names = "imported", [p.name for p in files]
     spec = ImportSpec(fmt, tuple(names), task, complement, images, optimal, image_size, time_limit)
     return import_dataset(out, items, spec, shard)
-
-
-def import_command(
-    fmt: Annotated[str, typer.Argument(help="tsplib | dimacs | orlib | classic (the shipped set)")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="new dataset folder")],
-    files: Annotated[Optional[list[Path]], typer.Argument(help="instance files (none for classic)")] = None,
-    task: Annotated[Optional[str], typer.Option(help="task for DIMACS graphs: " + ", ".join(GRAPH_TASKS))] = None,
-    complement: Annotated[bool, typer.Option(help="DIMACS: import the complement graph")] = False,
-    optima: Annotated[Optional[Path], typer.Option(help='JSON {name: {"objective", "proven", "source"}}')] = None,
-    images: Annotated[bool, typer.Option(help="render pictures")] = True,
-    optimal: Annotated[bool, typer.Option(help="run the exact solver too")] = True,
-    image_size: Annotated[int, typer.Option(help="picture size in pixels")] = 768,
-    time_limit: Annotated[float, typer.Option(help="deterministic CP-SAT seconds per instance")] = DEFAULT_TIME_LIMIT,
-) -> None:
-    """Import published instances (TSPLIB, DIMACS, OR-Library, or the shipped classic set) as a dataset."""
-    from mmnp.clikit import console, out_console, user_errors
-
-    @user_errors
-    def run() -> None:
-        if fmt not in FORMATS:
-            raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
-        manifest = import_files(fmt, files or [], out, task, complement, optima, images, optimal, image_size, time_limit)
-        counts = ", ".join(f"{t}: {sum(c.values())}" for t, c in manifest["counts"].items())
-        console.print(f"imported {manifest['total']} instance(s) into {out} ({counts})")
-        out_console.print(manifest["benchmark_hash"])
-
-    run()

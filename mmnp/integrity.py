@@ -335,54 +335,23 @@ def check_content(manifest: dict, shards: dict[tuple[str, str], list[Digest] | N
     Raises DataError for what no flag makes usable (an id twice, a record in another task's or
     difficulty's shard); returns the differences from the claims (empty: the dataset is what its
     manifest says) and (benchmark_hash, references_hash) derived from the content."""
+    _refuse_misplaced(shards)
     problems: list[str] = []
-    claimed_png: dict[str, str] = {}
-    seen: dict[str, str] = {}
-    for (task, difficulty), found in shards.items():
-        for digest in found or ():
-            if (digest.task, digest.difficulty) != (task, difficulty):
-                raise DataError(f"{digest.where}: record {digest.id} belongs to {digest.task}/{digest.difficulty}, "
-                                f"not to the {task}/{difficulty} shard (a record was moved)")
-            if digest.id in seen:
-                raise DataError(f"{digest.where}: {digest.id} is there a second time (first at {seen[digest.id]}); "
-                                "ids must be unique")
-            seen[digest.id] = digest.where
     arguments = manifest["arguments"]
     generated = {"tasks", "difficulties", "count", "seed"} <= set(arguments)
     if generated and {(t, d) for t in arguments["tasks"] for d in arguments["difficulties"]} != set(shards):
         problems.append(f"{MANIFEST}: its arguments name other shards than its counts")
     if set(manifest["task_versions"]) != {task for task, _ in shards}:
         problems.append(f"{MANIFEST}: its task_versions name other tasks than its counts")
+    claimed_png: dict[str, str] = {}
     for (task, difficulty), found in shards.items():
-        where = shard_where(task, difficulty)
         rows = {}
         for text in manifest["records"][f"{task}/{difficulty}.jsonl"]:  # valid: `validate_manifest`
             id, record, reference, png = text.split(" ")
             rows[id] = (record, reference, png)
             claimed_png[id] = png
-        if found is None:
-            problems.append(f"{where}: missing ({MANIFEST} lists it)")
-            continue
-        for digest in found:
-            expected = rows.pop(digest.id, None)
-            if expected is None:
-                problems.append(f"{digest.where}: {digest.id} is not in {MANIFEST} (a record was added or renamed)")
-            elif digest.reference != expected[1]:
-                problems.append(f"{digest.where}: the reference of {digest.id} differs from the one generated")
-            elif digest.record != expected[0]:
-                problems.append(f"{digest.where}: record {digest.id} differs from the one generated "
-                                "(its instance, prompts or picture record)")
-            elif actual_png is not None and actual_png(digest) != expected[2]:
-                problems.append(f"{digest.where}: the picture of {digest.id} differs from the one generated")
-            if generated and digest.seed != instance_seed(arguments["seed"], digest.index):
-                problems.append(f"{digest.where}: {digest.id} has seed {digest.seed}; {MANIFEST}'s arguments "
-                                f"(seed {arguments['seed']}) give {instance_seed(arguments['seed'], digest.index)}")
-        for missing in rows:
-            problems.append(f"{where}: {missing} is missing (a record was removed)")
-        claimed = manifest["counts"][task][difficulty]
-        if len(found) != claimed or (generated and claimed != arguments["count"]):
-            problems.append(f"{where}: holds {len(found)} records, {MANIFEST} says {claimed}"
-                            + (f" of {arguments['count']}" if generated else ""))
+        problems += _shard_problems(manifest, (task, difficulty), rows, found, shard_where(task, difficulty),
+                                    actual_png)
     digests = [d for found in shards.values() for d in found or ()]
     png = actual_png or (lambda d: claimed_png.get(d.id, NO_IMAGE))
     bench, refs = derive_hashes(digests, png)
@@ -393,3 +362,52 @@ def check_content(manifest: dict, shards: dict[tuple[str, str], list[Digest] | N
             problems.append(f"{MANIFEST}: its {name} {manifest[name][:12]}... is not the content's {derived[:12]}... "
                             "(the manifest was edited)")
     return problems, (bench, refs)
+
+
+def _refuse_misplaced(shards: dict[tuple[str, str], list[Digest] | None]) -> None:
+    """What no flag makes usable: a record in another task's or difficulty's shard, an id twice."""
+    seen: dict[str, str] = {}
+    for (task, difficulty), found in shards.items():
+        for digest in found or ():
+            if (digest.task, digest.difficulty) != (task, difficulty):
+                raise DataError(f"{digest.where}: record {digest.id} belongs to {digest.task}/{digest.difficulty}, "
+                                f"not to the {task}/{difficulty} shard (a record was moved)")
+            if digest.id in seen:
+                raise DataError(f"{digest.where}: {digest.id} is there a second time (first at {seen[digest.id]}); "
+                                "ids must be unique")
+            seen[digest.id] = digest.where
+
+
+def _shard_problems(manifest: dict, shard: tuple[str, str], rows: dict[str, tuple[str, str, str]],
+                    found: list[Digest] | None, where: str, actual_png: Callable[[Digest], str] | None,
+                    ) -> list[str]:
+    """How one shard's records (None: the file is missing) differ from the manifest's `rows`
+    (id -> record, reference and PNG digests) and counts."""
+    if found is None:
+        return [f"{where}: missing ({MANIFEST} lists it)"]
+    arguments = manifest["arguments"]
+    generated = {"tasks", "difficulties", "count", "seed"} <= set(arguments)
+    problems = []
+    rows = dict(rows)
+    for digest in found:
+        expected = rows.pop(digest.id, None)
+        if expected is None:
+            problems.append(f"{digest.where}: {digest.id} is not in {MANIFEST} (a record was added or renamed)")
+        elif digest.reference != expected[1]:
+            problems.append(f"{digest.where}: the reference of {digest.id} differs from the one generated")
+        elif digest.record != expected[0]:
+            problems.append(f"{digest.where}: record {digest.id} differs from the one generated "
+                            "(its instance, prompts or picture record)")
+        elif actual_png is not None and actual_png(digest) != expected[2]:
+            problems.append(f"{digest.where}: the picture of {digest.id} differs from the one generated")
+        if generated and digest.seed != instance_seed(arguments["seed"], digest.index):
+            problems.append(f"{digest.where}: {digest.id} has seed {digest.seed}; {MANIFEST}'s arguments "
+                            f"(seed {arguments['seed']}) give {instance_seed(arguments['seed'], digest.index)}")
+    for missing in rows:
+        problems.append(f"{where}: {missing} is missing (a record was removed)")
+    task, difficulty = shard
+    claimed = manifest["counts"][task][difficulty]
+    if len(found) != claimed or (generated and claimed != arguments["count"]):
+        problems.append(f"{where}: holds {len(found)} records, {MANIFEST} says {claimed}"
+                        + (f" of {arguments['count']}" if generated else ""))
+    return problems

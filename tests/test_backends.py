@@ -26,7 +26,7 @@ from mmnp.cli import app
 from mmnp.dataset import select_instances
 from mmnp.evaluation.backend import (Completion, Request, Sampling, SelfTest, backend_class, backend_names,
                                      build_options, make_backend, option_docs, parse_kwargs)
-from mmnp.records import SAMPLES
+from mmnp.samplelog import SAMPLES
 
 NAMES = backend_names()  # read at collection: a newly registered or installed backend gets its own tests
 TASKS, DIFFICULTY = "knapsack,tsp", "easy"

@@ -16,7 +16,7 @@ from fake_openai import FakeOpenAI, image_tokens, oracle, replica_pool
 from mmnp.cli import app
 from mmnp.evaluation.delivery import MEASURE_TOKENS
 from mmnp.evaluation.leaderboard import make_leaderboard
-from mmnp.records import read_samples
+from mmnp.samplelog import read_samples
 
 EASY = ["--difficulty", "easy"]
 

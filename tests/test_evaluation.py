@@ -18,7 +18,7 @@ from mmnp.evaluation.metrics import aggregate, instance_metrics, pass_at_k
 from mmnp.evaluation.openai_backend import OpenAIBackend
 from mmnp.evaluation.runner import EvalConfig, evaluate
 from mmnp.dataset import select_instances
-from mmnp.records import read_samples
+from mmnp.samplelog import read_samples
 
 
 def test_pass_at_k_matches_exact_combinatorics():

@@ -17,7 +17,8 @@ pq = pytest.importorskip("pyarrow.parquet", reason="needs the hf extra")
 
 from mmnp.dataset import dataset_identity, load_dataset, read_manifest  # noqa: E402
 from mmnp.errors import DataError, UsageError  # noqa: E402
-from mmnp.export import export_command, export_dataset, load_export  # noqa: E402
+from mmnp.cli_data import export_command  # noqa: E402
+from mmnp.export import export_dataset, load_export  # noqa: E402
 from mmnp.registry import get_task  # noqa: E402
 
 
@@ -291,6 +292,42 @@ def test_the_command_writes_and_refuses_in_one_line(small_dataset, tmp_path):
     assert bad.exit_code == 2 and "--split-by 'colour'" in bad.output and "Traceback" not in bad.output
     missing = runner.invoke(app, ["export", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "z")])
     assert missing.exit_code != 0 and "mmnp generate" in missing.output and not (tmp_path / "z").exists()
+
+
+def test_an_export_format_is_one_table_entry(small_dataset, tmp_path, monkeypatch):
+    """`mmnp export`'s formats are one table: an entry added there is written whole by
+    `export_dataset` with its own check and Hub rule (no branch elsewhere), and `--format`'s help
+    names every entry with its help."""
+    import typer.main
+
+    from mmnp import export
+    from mmnp.cli import app as cli_app
+
+    def write_ids(folder, instances, png, meta, options):
+        for inst in instances:
+            with open(folder / f"{export.split_name(inst, options.split_by)}.txt", "a") as f:
+                f.write(f"{inst.id} {len(png(inst))}\n")
+        return {"all": len(instances)}
+
+    def check(options):
+        if options.split_by == "none":
+            raise UsageError("ids needs a split")
+
+    monkeypatch.setitem(export.FORMATS, "ids", export.ExportFormat("id lists", write_ids, check=check))
+    instances = list(load_dataset(small_dataset))
+    summary = export_dataset(small_dataset, tmp_path / "x", "ids", "task")
+    assert summary["rows"] == {"all": len(instances)}
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == sorted({f"{i.task}.txt" for i in instances})
+    first = instances[0]
+    assert (tmp_path / "x" / f"{first.task}.txt").read_text().startswith(f"{first.id} ")
+    with pytest.raises(UsageError, match="ids needs a split"):
+        export_dataset(small_dataset, tmp_path / "y", "ids", "none")
+    with pytest.raises(UsageError, match="--push-to-hub needs --format hf "):
+        export_dataset(small_dataset, tmp_path / "z", "ids", push_to_hub="me/x")
+    assert not (tmp_path / "y").exists() and not (tmp_path / "z").exists()
+    monkeypatch.delitem(export.FORMATS, "ids")
+    (fmt,) = [p for p in typer.main.get_command(cli_app).commands["export"].params if p.name == "format"]
+    assert all(f"{name}: {f.help}" in fmt.help for name, f in export.FORMATS.items())
 
 
 def test_importing_mmnp_export_stays_light():

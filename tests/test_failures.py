@@ -20,7 +20,7 @@ import mmnp
 from fake_openai import FakeOpenAI, oracle
 from mmnp.cli import app
 from mmnp.evaluation.backend import Request
-from mmnp.records import read_samples
+from mmnp.samplelog import read_samples
 
 TASKS = ["--tasks", "knapsack,tsp", "--difficulty", "easy"]
 

@@ -326,3 +326,28 @@ def test_instances_without_a_ratio_or_a_feasible_answer_are_refused(tmp_path: Pa
         import_files("dimacs", [tmp_path / "empty.col"], tmp_path / "a", task="vertex_cover", images=False)
     with pytest.raises(DataError, match="path.col: the graph has no cycle"):
         import_files("dimacs", [tmp_path / "path.col"], tmp_path / "b", task="longest_cycle", images=False)
+
+
+def test_an_import_format_is_one_table_entry(tmp_path: Path, monkeypatch):
+    """`mmnp import`'s formats are one table: an entry added there is read by `import_files` (no
+    branch elsewhere), and the command's FORMAT help names every entry with its help."""
+    import typer.main
+
+    from mmnp import importers
+    from mmnp.cli import app as cli_app
+
+    def read_points(text, path, task, complement, unit_costs):
+        coords = [[int(v) for v in line.split()] for line in text.splitlines()]
+        return importers.Published("tsp", path.stem, {"coords": coords, "grid": 4, "distance": "EUC_2D"}, path.name)
+
+    monkeypatch.setitem(importers.FORMATS, "points", importers.ImportFormat("x y lines (tsp)", read_points))
+    (tmp_path / "box.txt").write_text("0 0\n3 0\n3 4\n0 4\n")
+    manifest = import_files("points", [tmp_path / "box.txt"], tmp_path / "out", images=False, optimal=False)
+    assert manifest["arguments"]["import"] == "points" and manifest["counts"] == {"tsp": {"imported": 1}}
+    (inst,) = load_dataset(tmp_path / "out")
+    assert inst.data["coords"] == [[0, 0], [3, 0], [3, 4], [0, 4]] and inst.reference_objective == 14
+    with pytest.raises(UsageError, match="unknown format 'csv'; choose from tsplib, dimacs, orlib, classic, points"):
+        import_files("csv", [tmp_path / "box.txt"], tmp_path / "other")
+    monkeypatch.delitem(importers.FORMATS, "points")
+    (fmt,) = [p for p in typer.main.get_command(cli_app).commands["import"].params if p.name == "fmt"]
+    assert all(f"{name}: {f.help}" in fmt.help for name, f in importers.FORMATS.items())

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from mmnp.cli import app
 from mmnp.errors import UsageError
 from mmnp.plugins import GROUPS, PluginError, Registry, UnknownPluginError
-from mmnp.records import read_samples
+from mmnp.samplelog import read_samples
 
 runner = CliRunner()
 TOOLS = Path(sys.executable).parent

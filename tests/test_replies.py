@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import mmnp
 from fake_openai import SHAPES, FakeOpenAI, oracle
 from mmnp.cli import app
-from mmnp.records import read_samples
+from mmnp.samplelog import read_samples
 
 REASONS = {
     "usage_list": "usage is a list",

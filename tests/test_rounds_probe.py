@@ -16,7 +16,7 @@ from mmnp.evaluation.backend import Completion, Request, Sampling
 from mmnp.evaluation.runner import feedback, round_record, score
 from mmnp.evaluation.solver_backend import MAX_DAMAGE, SolverBackend
 from mmnp.dataset import select_instances
-from mmnp.records import read_samples, sample_key
+from mmnp.samplelog import read_samples, sample_key
 from mmnp.transcribe import tasks as transcribed_tasks
 from mmnp.transcribe import transcribe
 

@@ -9,27 +9,14 @@
 #   examples/ray/check_ray.sh                       # from an env with mmnp[test] (e.g. .venv/bin/python)
 #   PYTHON=.venv/bin/python examples/ray/check_ray.sh
 #
-# The calling environment is the interpreter named by $PYTHON, else the active virtualenv's python,
-# else python3. When it lacks mmnp and pytest, the venv installs them itself. About 1 minute layered.
+# The calling environment and the layering: examples/throwaway_venv.sh. When the caller lacks mmnp and
+# pytest, the venv installs them itself. RAY_VENV=DIR keeps the venv in DIR. About 1 minute layered.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PY=${PYTHON:-${VIRTUAL_ENV:+$VIRTUAL_ENV/bin/python}}
-PY=${PY:-python3}
-if [ -n "${RAY_VENV:-}" ]; then VENV=$RAY_VENV; else
-  VENV=$(mktemp -d /tmp/mmnp-ray-venv.XXXXXX); trap 'rm -rf "$VENV"' EXIT  # ours: removed when done
-fi
-start=$SECONDS
-"$PY" -m venv "$VENV"
-site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-if "$PY" -c 'import mmnp, pytest' 2>/dev/null; then
-  # layered: the caller's packages (and its editable mmnp) come after the venv's own
-  caller=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  echo "import site; site.addsitedir('$caller')" > "$site/zz-mmnp-caller.pth"
-  echo "ray venv $VENV: layered over $caller"
-else
-  echo "ray venv $VENV: standalone (the calling python lacks mmnp[test])"
+source examples/throwaway_venv.sh
+standalone() {
   "$VENV/bin/pip" install -q -e '.[test]'
-fi
+}
+throwaway_venv ray "${RAY_VENV:-}" "mmnp, pytest" "mmnp[test]" standalone
 "$VENV/bin/pip" install -q --no-warn-conflicts 'ray==2.60.0'
-echo "ray venv ready in $((SECONDS - start)) s"
-"$VENV/bin/python" -m pytest -q tests/test_ray.py -p no:cacheprovider -rs
+venv_tests ray tests/test_ray.py

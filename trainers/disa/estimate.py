@@ -39,7 +39,7 @@ from mmnp.trainers.disa.anchor import (
 
 from mmnp.dataset import atomic_write
 from mmnp.errors import UsageError
-from mmnp.records import JsonlLog
+from mmnp.samplelog import JsonlLog
 from mmnp.registry import list_tasks
 from mmnp.rewards import REWARDS, record_payload
 

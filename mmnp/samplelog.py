@@ -1,5 +1,6 @@
-"""The on-disk formats of a run, and their one owner: the sample key, the append-only JSONL
-log (torn-line-safe append and resume, latest line per key wins) and the output-folder lock.
+"""The run's sample log (not the instance records of `mmnp.core`) and its one owner: the sample key,
+the append-only JSONL log (torn-line-safe append and resume, latest line per key wins) and the
+output-folder lock.
 
 `samples.jsonl` (eval) and DISA's `labels.jsonl` are such logs; readers (the leaderboard)
 use `read_samples`, never a parser of their own.

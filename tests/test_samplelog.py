@@ -1,4 +1,4 @@
-"""mmnp.records: the sample key, the torn-line-safe append-only log, read_samples, the folder
+"""mmnp.samplelog: the sample key, the torn-line-safe append-only log, read_samples, the folder
 lock; and the backend registry that keeps backends' dependencies out of `import mmnp`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from mmnp.errors import DataError, UsageError
 from mmnp.evaluation import backend as backends
 from mmnp.evaluation.backend import Completion, build_options, make_backend, option, parse_kwargs
-from mmnp.records import FolderLock, JsonlLog, SampleLog, read_samples, sample_key
+from mmnp.samplelog import FolderLock, JsonlLog, SampleLog, read_samples, sample_key
 
 
 def _rec(key, failed=False, **extra):
@@ -121,7 +121,7 @@ def test_a_backend_is_one_class_and_one_registration():
 
 
 def test_backends_dependencies_stay_out_of_import():
-    code = ("import sys, mmnp, mmnp.cli, mmnp.evaluation.backend, mmnp.evaluation.models, mmnp.records; "
+    code = ("import sys, mmnp, mmnp.cli, mmnp.evaluation.backend, mmnp.evaluation.models, mmnp.samplelog; "
             "print([m for m in ('aiohttp', 'torch', 'transformers', 'vllm', 'asyncio') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

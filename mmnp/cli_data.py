@@ -1,0 +1,68 @@
+"""`mmnp import` and `mmnp export`: datasets in from published files, and out to the Hub, parquet and
+verl. The commands only parse and print; `mmnp.importers` and `mmnp.export` do the work, and
+their FORMATS tables give the choices and the help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from mmnp import export, importers
+from mmnp.clikit import console, out_console, user_errors
+from mmnp.task import DEFAULT_TIME_LIMIT
+
+app = typer.Typer()
+
+
+def _choices(formats: dict) -> str:
+    """`name: help; ...` of a FORMATS table, for a --format or FORMAT help."""
+    return "; ".join(f"{name}: {f.help}" for name, f in formats.items())
+
+
+@app.command("import")
+@user_errors
+def import_command(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=_choices(importers.FORMATS))],
+    out: Annotated[Path, typer.Option("--out", "-o", help="new dataset folder")],
+    files: Annotated[Optional[list[Path]], typer.Argument(help="instance files (none for classic)")] = None,
+    task: Annotated[Optional[str], typer.Option(help="task for DIMACS graphs: "
+                                                     + ", ".join(importers.GRAPH_TASKS))] = None,
+    complement: Annotated[bool, typer.Option(help="DIMACS: import the complement graph")] = False,
+    optima: Annotated[Optional[Path], typer.Option(help='JSON {name: {"objective", "proven", "source"}}')] = None,
+    images: Annotated[bool, typer.Option(help="render pictures")] = True,
+    optimal: Annotated[bool, typer.Option(help="run the exact solver too")] = True,
+    image_size: Annotated[int, typer.Option(help="picture size in pixels")] = 768,
+    time_limit: Annotated[float, typer.Option(help="deterministic CP-SAT seconds per instance")] = DEFAULT_TIME_LIMIT,
+) -> None:
+    """Import published instances (TSPLIB, DIMACS, OR-Library, or the shipped classic set) as a dataset."""
+    manifest = importers.import_files(fmt, files or [], out, task, complement, optima, images, optimal, image_size,
+                                      time_limit)
+    counts = ", ".join(f"{t}: {sum(c.values())}" for t, c in manifest["counts"].items())
+    console.print(f"imported {manifest['total']} instance(s) into {out} ({counts})")
+    out_console.print(manifest["benchmark_hash"])
+
+
+@app.command("export")
+@user_errors
+def export_command(
+    data: Path = typer.Option(..., "--data", help="A dataset folder written by `mmnp generate`."),
+    out: Path = typer.Option(..., "--out", "-o", help="A new folder for the export."),
+    format: str = typer.Option("hf", "--format", help=_choices(export.FORMATS) + "."),
+    split_by: str = typer.Option("difficulty", "--split-by", help=", ".join(export.SPLIT_BY)
+                                 + " (none: one 'test' split)."),
+    modality: str = typer.Option("text", help="verl only: text prompts, or image prompts with the PNG."),
+    reward: str = typer.Option("quality", help="verl only: reward shape (quality, feasible, shaped)."),
+    test_fraction: float = typer.Option(0.1, help="verl only: share of each task x difficulty in test.parquet."),
+    push_to_hub: Optional[str] = typer.Option(None, "--push-to-hub", help="Also upload to this Hub dataset repo "
+                                                                          "(owner/name); needs `hf` format."),
+    private: bool = typer.Option(False, help="Make the pushed Hub repo private."),
+) -> None:
+    """Export a dataset for Hugging Face datasets / the Hub, parquet readers, or verl."""
+    summary = export.export_dataset(data, out, format, split_by, push_to_hub, private, modality, reward,
+                                    test_fraction)
+    rows = ", ".join(f"{name} {n}" for name, n in summary["rows"].items())
+    out_console.print(f"wrote {summary['out']} ({format}; rows: {rows}); benchmark hash "
+                      f"{summary['benchmark_hash'][:12]}" + (f"; pushed to {push_to_hub}" if push_to_hub else ""),
+                      highlight=False, soft_wrap=True)
