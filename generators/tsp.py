@@ -10,7 +10,7 @@ import numpy as np
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, BLUE, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
-                         draw_table, table_height)
+                         draw_table, table_height, text_width)
 
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
@@ -87,12 +87,13 @@ def render(data: dict, size: int, solution: list[int] | None = None,
         table_h = table_height(size - 16 * s, header, rows, font_size)
         plot = size - 16 * s
     canvas = Canvas(size, math.ceil(plot + table_h + 16 * s), kind="chart")
-    m = round(40 * s)  # margin for axis labels
+    tick = max(MIN_FONT, round(14 * s))
+    # margin for axis labels: wider only where the largest label needs it (imported TSPLIB grids)
+    m = max(round(40 * s), math.ceil(text_width(str(grid), tick) + 10 * s))
     x_left = (size - plot) / 2
     scale = (plot - 2 * m) / grid
     to_px = lambda x, y: (x_left + m + x * scale, plot - m - y * scale + 4 * s)  # noqa: E731
-    step = 10 if grid <= 150 else 50
-    tick = max(MIN_FONT, round(14 * s))
+    step = 10 if grid <= 150 else 50 if grid <= 1000 else _round_step(grid / 20)
     for t in range(0, grid + 1, step):
         canvas.line((to_px(t, 0), to_px(t, grid)), LIGHT_GREY)
         canvas.line((to_px(0, t), to_px(grid, t)), LIGHT_GREY)
@@ -146,3 +147,9 @@ def label_positions(canvas: Canvas, pts: list[tuple[float, float]], dot: float,
                 break
         out.append(choice or fallback or (((x + gap, y - gap)), "lb"))
     return out
+
+
+def _round_step(least: float) -> int:
+    """The smallest 1, 2 or 5 times a power of ten that is at least `least` (grid lines of a large grid)."""
+    power = 10 ** max(0, math.floor(math.log10(least)))
+    return next(k * power for k in (1, 2, 5, 10) if k * power >= least)
