@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
+from mmnp.kits.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
@@ -65,7 +65,7 @@ def prompt(data: dict) -> str:
 
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
-    from mmnp.generators.answers import as_mapping
+    from mmnp.kits.answers import as_mapping
 
     fill = None
     if solution is not None:

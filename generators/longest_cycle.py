@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
+from mmnp.kits.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import BLUE, Canvas
 

@@ -12,7 +12,7 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, GREEN, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
                          class_colour, draw_table, table_height, text_width)
-from mmnp.generators.meetings import hhmm, minutes
+from mmnp.kits.meetings import hhmm, minutes
 
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
+from mmnp.kits.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
@@ -89,7 +89,7 @@ def prompt(data: dict) -> str:
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
     """The two halves in two colours, the edges across them in bold red."""
-    from mmnp.generators.answers import halves
+    from mmnp.kits.answers import halves
 
     n = data["n"]
     fill, cut, heading = None, [], "Minimum bisection"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmnp.generators.graphs import neighbour_masks
+from mmnp.kits.graphs import neighbour_masks
 from mmnp.solvers import cpsat
 
 QUICK_NODES = 2_000  # a first branch and bound, enough for small graphs

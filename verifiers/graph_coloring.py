@@ -3,7 +3,7 @@ objective = number of distinct colours."""
 
 from __future__ import annotations
 
-from mmnp.generators.answers import as_mapping
+from mmnp.kits.answers import as_mapping
 
 from mmnp.core import Violation, edge_str, violation
 from mmnp.parsing import ParseError, as_int, read_list

@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 
 from mmnp.core import Violation, prepared, violation
-from mmnp.generators.meetings import hhmm, minutes
+from mmnp.kits.meetings import hhmm, minutes
 from mmnp.parsing import ParseError, as_int, read_answer
 
 VIOLATION_KINDS = {
