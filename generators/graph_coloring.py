@@ -30,6 +30,17 @@ PRESETS = {
     "medium": Config(n=(15, 22), colours=(4, 6), density=0.35),
     "hard": Config(n=(25, 32), colours=(6, 8), density=0.5),
 }
+# past bench: no planted clique, and more colours planted than such a graph needs, so the
+# chromatic number is the random graph's own and CP-SAT must prove its lower bound
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (5, 8), "colours": (2, 3), "density": 0.2}, "easy", "medium", "hard",
+    {"n": (32, 40), "colours": (7, 9), "density": 0.5},
+    {"n": (40, 50), "colours": (8, 10), "density": 0.45, "clique": False},
+    {"n": (50, 60), "colours": (9, 11), "density": 0.4, "clique": False},
+    {"n": (60, 75), "colours": (10, 12), "density": 0.35, "clique": False},
+    {"n": (75, 90), "colours": (11, 13), "density": 0.3, "clique": False},
+    {"n": (90, 110), "colours": (12, 14), "density": 0.28, "clique": False},
+)
 
 FORMAT = answer_instructions(
     "Give the colours as a list of positive integers, where the i-th entry is the colour of vertex i "

@@ -38,6 +38,23 @@ PRESETS = {
     "medium": Config(n=(23, 37)),
     "hard": Config(n=(35, 60)),
 }
+# past bench: Pisinger's strongly correlated items (value = weight + max_weight/10), then
+# inversely strongly correlated ones (weight = value + max_weight/10), with numbers large
+# enough (10^5 and up) that CP-SAT's presolve no longer settles them and must search. These
+# families derive values from weights: max_value states the largest value they reach. The
+# inverse family plants fewer items: its best value per weight are the heaviest, and 30-50%
+# of them would leave a capacity that half the items at random fit.
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (8, 12)}, "easy", "medium", "hard", {"n": (60, 80)},
+    {"n": (80, 110), "family": "strong", "max_weight": 100_000, "max_value": 110_000},
+    {"n": (110, 150), "family": "strong", "max_weight": 1_000_000, "max_value": 1_100_000},
+    {"n": (150, 200), "family": "inverse_strong", "max_weight": 1_000_000, "max_value": 900_000,
+     "planted_fraction": (0.2, 0.35)},
+    {"n": (200, 260), "family": "inverse_strong", "max_weight": 1_000_000, "max_value": 900_000,
+     "planted_fraction": (0.2, 0.35)},
+    {"n": (260, 320), "family": "inverse_strong", "max_weight": 10_000_000, "max_value": 9_000_000,
+     "planted_fraction": (0.2, 0.35)},
+)
 
 FORMAT = answer_instructions(
     "Give the chosen items as a list of item ids, each at most once.",

@@ -35,6 +35,19 @@ PRESETS = {
     "medium": Config(n=(20, 30), density=0.3),
     "hard": Config(n=(30, 40), density=0.4),
 }
+# past bench: random geometric graphs (points in the unit square joined below a radius) near
+# their Hamiltonicity threshold, about 6 neighbours a vertex, no planted cycle: long cycles
+# must thread through narrow places, and CP-SAT's bound stays far off (G(n, p) at its own
+# threshold, or unbalanced bipartite graphs, it settles in hundredths of a second)
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (8, 12), "density": 0.3}, "easy", "medium", "hard",
+    {"n": (40, 50), "density": 0.3},
+    {"n": (60, 75), "density": 0.09, "family": "geometric"},
+    {"n": (75, 95), "density": 0.071, "family": "geometric"},
+    {"n": (95, 120), "density": 0.056, "family": "geometric"},
+    {"n": (120, 150), "density": 0.045, "family": "geometric"},
+    {"n": (150, 180), "density": 0.037, "family": "geometric"},
+)
 
 FORMAT = answer_instructions(
     "Give the cycle as a list of vertex ids in order, each at most once (the edge from the last back to the "

@@ -31,6 +31,17 @@ PRESETS = {
     "medium": Config(n=(12, 20), clique=(5, 7), density=0.35),
     "hard": Config(n=(20, 30), clique=(7, 9), density=0.4),
 }
+# past bench: hidden cliques (Brockington & Culberson, DIMACS's brock family): the members'
+# degrees are evened out, and the clique is barely larger than the graph's natural ones
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (6, 8), "clique": (3, 4), "density": 0.3}, "easy", "medium", "hard",
+    {"n": (30, 40), "clique": (8, 10), "density": 0.45},
+    {"n": (60, 70), "clique": (10, 11), "density": 0.5, "hidden": True},
+    {"n": (70, 80), "clique": (10, 11), "density": 0.5, "hidden": True},
+    {"n": (80, 90), "clique": (11, 12), "density": 0.5, "hidden": True},
+    {"n": (90, 100), "clique": (11, 12), "density": 0.5, "hidden": True},
+    {"n": (100, 110), "clique": (11, 12), "density": 0.5, "hidden": True},
+)
 
 FORMAT = answer_instructions(
     "Give the clique as a list of vertex ids, each at most once.",

@@ -35,6 +35,17 @@ PRESETS = {
     "medium": Config(meetings=(5, 6), people=(4, 6), rooms=(4, 5)),
     "hard": Config(meetings=(6, 7), people=(5, 7), rooms=(5, 6)),
 }
+# past bench: more meetings than the rooms can hold and people available most of the day,
+# so that many schedules nearly tie and CP-SAT must search
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"meetings": (3, 4), "people": (3, 4), "rooms": (2, 3)}, "easy", "medium", "hard",
+    {"meetings": (7, 9), "people": (6, 8), "rooms": (5, 6)},
+    {"meetings": (9, 11), "people": (7, 9), "rooms": (4, 5), "availability": (0.6, 0.8)},
+    {"meetings": (11, 14), "people": (8, 10), "rooms": (4, 5), "availability": (0.65, 0.85)},
+    {"meetings": (14, 17), "people": (9, 11), "rooms": (3, 4), "availability": (0.7, 0.9)},
+    {"meetings": (17, 21), "people": (10, 12), "rooms": (3, 4), "availability": (0.7, 0.9)},
+    {"meetings": (21, 25), "people": (11, 12), "rooms": (3, 4), "availability": (0.75, 0.9)},
+)
 
 FORMAT = answer_instructions(
     'Give the schedule as a list of (meeting id, room id, "HH:MM" start time) entries; leave out meetings you '

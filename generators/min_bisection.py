@@ -26,6 +26,15 @@ PRESETS = {
     "medium": Config(n=(30, 40)),
     "hard": Config(n=(40, 50), p_in=(0.15, 0.25), p_out=(0.04, 0.07)),
 }
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (10, 16), "p_in": (0.3, 0.4)}, "easy", "medium", "hard",
+    {"n": (50, 60), "p_in": (0.15, 0.25), "p_out": (0.04, 0.07)},
+    {"n": (60, 75), "p_in": (0.12, 0.2), "p_out": (0.03, 0.06)},
+    {"n": (75, 90), "p_in": (0.1, 0.16), "p_out": (0.03, 0.05)},
+    {"n": (90, 110), "p_in": (0.08, 0.14), "p_out": (0.025, 0.045)},
+    {"n": (110, 130), "p_in": (0.07, 0.12), "p_out": (0.02, 0.04)},
+    {"n": (130, 150), "p_in": (0.06, 0.1), "p_out": (0.02, 0.035)},
+)
 
 FORMAT = answer_instructions(
     "Give one half as a list of vertex ids (the other half is every other vertex).",

@@ -29,6 +29,12 @@ PRESETS = {
     "medium": Config(universe=(20, 25), subsets=(10, 15)),
     "hard": Config(universe=(25, 30), subsets=(15, 25)),
 }
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"universe": (6, 10), "subsets": (4, 6)}, "easy", "medium", "hard",
+    {"universe": (30, 40), "subsets": (25, 35)}, {"universe": (40, 50), "subsets": (35, 45)},
+    {"universe": (50, 65), "subsets": (45, 60)}, {"universe": (65, 80), "subsets": (60, 75)},
+    {"universe": (80, 100), "subsets": (75, 90)}, {"universe": (100, 120), "subsets": (90, 110)},
+)
 
 FORMAT = answer_instructions(
     "Give the chosen subsets as a list of subset ids, each at most once.",

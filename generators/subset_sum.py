@@ -34,6 +34,15 @@ PRESETS = {
     "medium": Config(n=(8, 12)),
     "hard": Config(n=(12, 15)),
 }
+# past bench: numbers of 5 to 12 digits (at most 40 of them, which the exact meet-in-the-middle
+# heuristic handles): hardly any other subset hits the target, and CP-SAT must prove that
+# no larger one does
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (4, 6)}, "easy", "medium", "hard", {"n": (15, 20), "max_value": 200},
+    {"n": (20, 24), "min_value": 10**4, "max_value": 10**5}, {"n": (24, 28), "min_value": 10**5, "max_value": 10**6},
+    {"n": (28, 32), "min_value": 10**7, "max_value": 10**8}, {"n": (32, 36), "min_value": 10**9, "max_value": 10**10},
+    {"n": (36, 40), "min_value": 10**11, "max_value": 10**12},
+)
 
 FORMAT = answer_instructions(
     "Give the chosen numbers by their indices (0-based), each index at most once.",

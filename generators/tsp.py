@@ -23,6 +23,10 @@ class Config:
 
 
 PRESETS = {"easy": Config(n=(10, 20)), "medium": Config(n=(20, 30)), "hard": Config(n=(35, 45))}
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (5, 9)}, "easy", "medium", "hard",
+    {"n": (45, 55)}, {"n": (55, 70)}, {"n": (70, 90)}, {"n": (90, 115)}, {"n": (115, 145)}, {"n": (145, 180)},
+)
 
 DISTANCE_RULE = (
     "The distance between two cities is their Euclidean distance rounded to the nearest integer "
