@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from mmnp.kits.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 
 from mmnp.core import Violation
+from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas, class_colour
 
@@ -47,6 +47,7 @@ FORMAT = answer_instructions(
     "(use as few distinct colours as you can).",
     "[<colour of vertex 0>, <colour of vertex 1>, <colour of vertex 2>, ...]",
 )
+TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Colour every vertex "
     "so that two vertices joined by an edge have different colours, using as few colours as possible.\n" + FORMAT

@@ -13,6 +13,7 @@ import numpy as np
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table, table_box_height
+from mmnp.transcribe import Form, indexed_tuples, scalar
 
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
@@ -138,3 +139,20 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     draw_table(canvas, (12, 64, size - 12, 64 + table_h), header, rows,
                row_fill={i: HIGHLIGHT for i in chosen})
     return canvas
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): {"capacity": 100, "items": [[weight0,
+# value0], ...]}, item i at index i; fields capacity and items (F1 over (id, weight, value))
+
+def _transcription(data: dict) -> dict:
+    return {"capacity": data["capacity"], "items": [[w, v] for w, v in zip(data["weights"], data["values"])]}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    return {"capacity": scalar(t.get("capacity")), "items": indexed_tuples(t.get("items"), 2)}
+
+
+TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"capacity": <capacity>, "items": [[<weight of item 0>, <value of item 0>], [<weight of item 1>, '
+    '<value of item 1>], ...]}')

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.kits.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
+from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import BLUE, Canvas
 
@@ -54,6 +54,7 @@ FORMAT = answer_instructions(
     "first is implied and must exist).",
     "[<first vertex id>, <next vertex id>, <next vertex id>, ...]",
 )
+TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find the longest simple "
     "cycle: at least 3 distinct vertices, each consecutive pair joined by an edge, and an edge from the last "

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
+from mmnp.kits.meetings import hhmm, minutes
 from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, GREEN, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
                          class_colour, draw_table, table_height, text_width)
-from mmnp.kits.meetings import hhmm, minutes
+from mmnp.transcribe import Form, as_int, as_list, as_minutes
 
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
@@ -226,3 +227,45 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     # x = left + (t - day start) / (day length) * (right - left)
     canvas.layout = {"time_axis": [round(left, 2), round(right, 2)], "table_top": round(table_top, 2)}
     return canvas
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): fields day, names (F1 over (person,
+# name)), availability (F1 over (person, start, end) in minutes), rooms (F1 over (room, seats)) and
+# meetings (F1 over (meeting, duration) and (meeting, attendee))
+
+def _transcription(data: dict) -> dict:
+    return {"day": list(data["day"]),
+            "people": [{"name": p["name"], "available": [list(w) for w in p["available"]]} for p in data["people"]],
+            "rooms": [r["capacity"] for r in data["rooms"]],
+            "meetings": [{"duration": m["duration"], "attendees": list(m["attendees"])} for m in data["meetings"]]}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    day = as_list(t.get("day"))
+    day_key = {tuple(map(as_minutes, day))} if len(day) == 2 and None not in map(as_minutes, day) else set()
+    names, windows = set(), set()
+    for i, p in enumerate(as_list(t.get("people"))):
+        if not isinstance(p, dict):
+            continue
+        if isinstance(p.get("name"), str):
+            names.add((i, p["name"].strip()))
+        for w in as_list(p.get("available")):
+            if isinstance(w, list) and len(w) == 2 and None not in (a := (as_minutes(w[0]), as_minutes(w[1]))):
+                windows.add((i, *a))
+    rooms = {(j, c) for j, c in enumerate(map(as_int, as_list(t.get("rooms")))) if c is not None}
+    meetings = set()
+    for i, m in enumerate(as_list(t.get("meetings"))):
+        if isinstance(m, dict):
+            if (d := as_int(m.get("duration"))) is not None:
+                meetings.add((i, "duration", d))
+            meetings |= {(i, "attendee", a) for a in map(as_int, as_list(m.get("attendees"))) if a is not None}
+    return {"day": day_key, "names": names, "availability": windows, "rooms": rooms, "meetings": meetings}
+
+
+TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"day": ["<HH:MM>", "<HH:MM>"], "people": [{"name": "<name>", "available": '
+    '[["<HH:MM>", "<HH:MM>"], ...]}, ...], "rooms": [<seats of room 0>, ...], "meetings": '
+    '[{"duration": <minutes>, "attendees": [<person index>, ...]}, ...]}  (person i at index '
+    'i with every availability interval as [start, end]; the day\'s start and end; '
+    'attendees: person indices)')

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from mmnp.kits.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 
 from mmnp.core import Violation
+from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas, class_colour
 
@@ -40,6 +40,7 @@ FORMAT = answer_instructions(
     "Give one half as a list of vertex ids (the other half is every other vertex).",
     "[<vertex id>, <vertex id>, ...]",
 )
+TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Split the vertices into "
     "two halves of equal size (sizes may differ by one when the number of vertices is odd) so that as few edges "

@@ -10,6 +10,7 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, HIGHLIGHT, LIGHT_GREY, MIN_FONT, RED, Canvas,
                          draw_panel, text_panel)
+from mmnp.transcribe import Form, as_int, as_list, scalar
 
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
@@ -143,3 +144,21 @@ def _render_list(data: dict, size: int, chosen: set[int], violations: tuple[Viol
                     colour=RED, bold=True)
     draw_panel(canvas, panel, "Subsets and their elements (i: elements of subset i):")
     return canvas
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): {"universe": 16, "subsets": [[7, 8, 9],
+# ...]}; fields universe and subsets (F1 over (subset id, element))
+
+def _transcription(data: dict) -> dict:
+    return {"universe": data["universe"], "subsets": [sorted(s) for s in data["subsets"]]}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    members = {(i, v) for i, s in enumerate(as_list(t.get("subsets"))) for v in map(as_int, as_list(s)) if v is not None}
+    return {"universe": scalar(t.get("universe")), "subsets": members}
+
+
+TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"universe": <number of elements>, "subsets": [[<element of subset 0>, ...], [<element of subset '
+    '1>, ...], ...]}')

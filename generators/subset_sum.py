@@ -13,6 +13,7 @@ import numpy as np
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table, table_box_height
+from mmnp.transcribe import Form, as_int, as_list, scalar
 
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
@@ -93,3 +94,20 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     draw_table(canvas, (x0, 76, x1, 76 + table_h), header, rows,
                row_fill={i: HIGHLIGHT for i in chosen}, max_font=22)
     return canvas
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): {"target": 115, "numbers": [12, 50,
+# ...]}; fields target and numbers (F1 over (index, number))
+
+def _transcription(data: dict) -> dict:
+    return {"target": data["target"], "numbers": list(data["numbers"])}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    numbers = {(i, v) for i, v in enumerate(map(as_int, as_list(t.get("numbers")))) if v is not None}
+    return {"target": scalar(t.get("target")), "numbers": numbers}
+
+
+TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"target": <target>, "numbers": [<number 0>, <number 1>, ...]}  (the numbers in the order shown)')

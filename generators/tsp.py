@@ -11,6 +11,7 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, BLUE, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
                          draw_table, table_height)
+from mmnp.transcribe import Form, indexed_tuples
 
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
@@ -150,3 +151,19 @@ def label_positions(canvas: Canvas, pts: list[tuple[float, float]], dot: float,
                 break
         out.append(choice or fallback or (((x + gap, y - gap)), "lb"))
     return out
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): {"cities": [[x0, y0], [x1, y1], ...]},
+# city i at index i; field cities: F1 over (id, x, y)
+
+def _transcription(data: dict) -> dict:
+    return {"cities": [list(c) for c in data["coords"]]}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    return {"cities": indexed_tuples(t.get("cities"), 2)}
+
+
+TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"cities": [[<x of city 0>, <y of city 0>], [<x of city 1>, <y of city 1>], ...]}')

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.kits.graphs import GRAPH_IMAGE, chosen_fill, graph_picture, graph_text, marked, random_edges
+from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, chosen_fill, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas
 
@@ -46,6 +46,7 @@ FORMAT = answer_instructions(
     "Give the cover as a list of vertex ids, each at most once.",
     "[<vertex id>, <vertex id>, ...]",
 )
+TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find a smallest "
     "vertex cover: a set of vertices such that every edge has at least one endpoint in the set.\n" + FORMAT
