@@ -48,6 +48,7 @@ FORMAT = answer_instructions(
     "[<colour of vertex 0>, <colour of vertex 1>, <colour of vertex 2>, ...]",
 )
 TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
+IMPORTS = ("dimacs",)  # `mmnp import` formats whose data this task takes (DIMACS graphs)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Colour every vertex "
     "so that two vertices joined by an edge have different colours, using as few colours as possible.\n" + FORMAT

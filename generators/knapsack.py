@@ -61,6 +61,7 @@ FORMAT = answer_instructions(
     "Give the chosen items as a list of item ids, each at most once.",
     "[<item id>, <item id>, ...]",
 )
+IMPORTS = ("orlib",)  # `mmnp import` formats whose data this task takes (OR-Library knapsack files)
 IMAGE_PROMPT = (
     "The image shows a knapsack capacity and a table of items with their weights and values. Choose a set of "
     "items whose total weight does not exceed the capacity and whose total value is as large as possible.\n"

@@ -55,6 +55,7 @@ FORMAT = answer_instructions(
     "[<first vertex id>, <next vertex id>, <next vertex id>, ...]",
 )
 TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
+IMPORTS = ("dimacs",)  # `mmnp import` formats whose data this task takes (DIMACS graphs)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find the longest simple "
     "cycle: at least 3 distinct vertices, each consecutive pair joined by an edge, and an edge from the last "

@@ -48,6 +48,7 @@ FORMAT = answer_instructions(
     "[<vertex id>, <vertex id>, ...]",
 )
 TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
+IMPORTS = ("dimacs",)  # `mmnp import` formats whose data this task takes (DIMACS graphs)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find a largest clique: "
     "a set of vertices in which every two are joined by an edge.\n" + FORMAT

@@ -41,6 +41,7 @@ FORMAT = answer_instructions(
     "[<vertex id>, <vertex id>, ...]",
 )
 TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
+IMPORTS = ("dimacs",)  # `mmnp import` formats whose data this task takes (DIMACS graphs)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Split the vertices into "
     "two halves of equal size (sizes may differ by one when the number of vertices is odd) so that as few edges "

@@ -41,6 +41,7 @@ FORMAT = answer_instructions(
     "Give the chosen subsets as a list of subset ids, each at most once.",
     "[<subset id>, <subset id>, ...]",
 )
+IMPORTS = ("orlib",)  # `mmnp import` formats whose data this task takes (OR-Library scp files)
 IMAGE_PROMPT = (
     "The image shows a universe of elements and a table of subsets: a filled cell means the subset in that row "
     "contains the element in that column (a large instance lists each subset's elements instead: the row "

@@ -38,6 +38,7 @@ FORMAT = answer_instructions(
     "(the return to the first city is implied).",
     "[<first city id>, <second city id>, ...]",
 )
+IMPORTS = ("tsplib",)  # `mmnp import` formats whose data this task takes (TSPLIB files)
 IMAGE_PROMPT = (
     "The image shows cities on a plane with integer coordinates, and a table of their exact coordinates. "
     f"{DISTANCE_RULE} Find the shortest tour that visits every city exactly once and returns to its start "

@@ -47,6 +47,7 @@ FORMAT = answer_instructions(
     "[<vertex id>, <vertex id>, ...]",
 )
 TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
+IMPORTS = ("dimacs",)  # `mmnp import` formats whose data this task takes (DIMACS graphs)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find a smallest "
     "vertex cover: a set of vertices such that every edge has at least one endpoint in the set.\n" + FORMAT

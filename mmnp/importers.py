@@ -41,7 +41,6 @@ from mmnp.registry import get_task
 from mmnp.task import DEFAULT_TIME_LIMIT, Task
 
 FORMATS = ("tsplib", "dimacs", "orlib", "classic")
-GRAPH_TASKS = ("graph_coloring", "max_clique", "vertex_cover", "min_bisection", "longest_cycle")
 CLASSIC_META = "classic.json"
 
 # What mmnp imports at most, checked before anything is allocated for it. A prompt must stay
@@ -321,6 +320,26 @@ def read_orlib(text: str, where: str, unit_costs: bool = False) -> tuple[str, di
     return "set_cover", {"universe": rows, "subsets": subsets}
 
 
+def accepts(task: str, fmt: str) -> bool:
+    """Whether `task`'s generator module lists `fmt` in its `IMPORTS` (the formats whose data it takes)."""
+    return fmt in getattr(get_task(task).generator, "IMPORTS", ())
+
+
+def tasks_reading(fmt: str) -> list[str]:
+    """The tasks that accept `fmt`, in registry order (a task plug-in that does not load is left out)."""
+    from mmnp.plugins import PluginError
+    from mmnp.registry import task_names
+
+    out = []
+    for name in task_names():
+        try:
+            if accepts(name, fmt):
+                out.append(name)
+        except PluginError:
+            continue  # its own use says why
+    return out
+
+
 def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = False,
               unit_costs: bool = False) -> Published:
     """One file of format `fmt` as a Published instance (no optimum attached)."""
@@ -334,13 +353,14 @@ def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = 
         raise DataError(f"{path}: cannot read it ({e.strerror or e}); check the path") from None
     where = str(path)
     if fmt == "tsplib":
-        if task not in (None, "tsp"):
-            raise UsageError(f"--task {task}: TSPLIB files import as tsp")
+        if task is not None and not accepts(task, fmt):
+            raise UsageError(f"--task {task}: TSPLIB files import as one of {', '.join(tasks_reading(fmt))}")
         name, data = read_tsplib(text, where)
-        return Published("tsp", name, data, path.name)
+        return Published(task or "tsp", name, data, path.name)
     if fmt == "dimacs":
-        if task not in GRAPH_TASKS:
-            raise UsageError(f"{where}: a DIMACS graph serves several tasks; pass --task, one of {', '.join(GRAPH_TASKS)}")
+        if task is None or not accepts(task, fmt):
+            raise UsageError(f"{where}: a DIMACS graph serves several tasks; pass --task, one of "
+                             f"{', '.join(tasks_reading(fmt))}")
         n, edges = read_dimacs(text, where, complement)
         return Published(task, path.stem + ("-complement" if complement else ""), {"n": n, "edges": edges}, path.name)
     if fmt == "orlib":
@@ -545,7 +565,7 @@ def import_command(
     fmt: Annotated[str, typer.Argument(help="tsplib | dimacs | orlib | classic (the shipped set)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="new dataset folder")],
     files: Annotated[Optional[list[Path]], typer.Argument(help="instance files (none for classic)")] = None,
-    task: Annotated[Optional[str], typer.Option(help="task for DIMACS graphs: " + ", ".join(GRAPH_TASKS))] = None,
+    task: Annotated[Optional[str], typer.Option(help="task for DIMACS graphs: a graph task, e.g. max_clique")] = None,
     complement: Annotated[bool, typer.Option(help="DIMACS: import the complement graph")] = False,
     optima: Annotated[Optional[Path], typer.Option(help='JSON {name: {"objective", "proven", "source"}}')] = None,
     images: Annotated[bool, typer.Option(help="render pictures")] = True,
