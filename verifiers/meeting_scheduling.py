@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from mmnp.core import Violation, prepared, violation
+from mmnp.core import Instance, Violation, prepared, violation
 from mmnp.kits.meetings import hhmm, minutes
 from mmnp.parsing import ParseError, as_int, read_answer
 
@@ -142,3 +142,41 @@ def canonical(schedule: list[list]) -> tuple[tuple, ...]:
 
 def format(schedule: list[list]) -> str:
     return "[" + ", ".join(f'({m}, {r}, "{s}")' for m, r, s in sorted(schedule)) + "]"
+
+
+def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
+    """Hand-built wrong answers to `inst`, each with the violation kind it must raise: the conformance
+    suite checks that every kind in VIOLATION_KINDS is caught."""
+    data = inst.data
+    meetings, rooms, people = data["meetings"], data["rooms"], data["people"]
+    day0, day1 = (minutes(t) for t in data["day"])
+    fmt = lambda entries: "Answer: [" + ", ".join(f'({m}, {r}, "{hhmm(s)}")' for m, r, s in entries) + "]"  # noqa: E731
+    windows = lambda p: [(minutes(a), minutes(b)) for a, b in people[p]["available"]]  # noqa: E731
+
+    def free_start(m: int) -> int:
+        dur = meetings[m]["duration"]
+        return next(s for s in range(day0, day1 - dur + 1, 30)
+                    if all(any(a <= s and s + dur <= b for a, b in windows(p)) for p in meetings[m]["attendees"]))
+
+    big = max(range(len(rooms)), key=lambda r: rooms[r]["capacity"])
+    small = min(range(len(rooms)), key=lambda r: rooms[r]["capacity"])
+    other = next(r for r in range(len(rooms)) if r != big)
+    m0 = inst.reference["planted"]["solution"][0][0]  # a meeting that can be placed
+    s0 = free_start(m0)
+    m1 = next(m for m in range(len(meetings)) if m != m0)
+    # a meeting starting right when one of its attendees' windows closes
+    late = next((m, b) for m in range(len(meetings)) for p in meetings[m]["attendees"]
+                for _, b in windows(p) if b < day1)
+    crowded = next(m for m in range(len(meetings)) if len(meetings[m]["attendees"]) > rooms[small]["capacity"])
+    a, b = next((a, b) for a in range(len(meetings)) for b in range(a + 1, len(meetings))
+                if set(meetings[a]["attendees"]) & set(meetings[b]["attendees"]))
+    return [
+        (fmt([(len(meetings), big, s0)]), "unknown_meeting"),
+        (fmt([(m0, len(rooms), s0)]), "unknown_room"),
+        (fmt([(m0, big, s0), (m0, big, s0)]), "repeated_meeting"),
+        (fmt([(m0, big, day1 - meetings[m0]["duration"] + 30)]), "outside_day"),
+        (fmt([late[:1] + (big, late[1])]), "unavailable_attendee"),
+        (fmt([(crowded, small, free_start(crowded))]), "over_capacity"),
+        (fmt([(m0, big, s0), (m1, big, s0)]), "room_conflict"),
+        (fmt([(a, big, free_start(a)), (b, other, free_start(a))]), "attendee_conflict"),
+    ]

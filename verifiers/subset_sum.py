@@ -3,7 +3,7 @@ objective = number of chosen numbers."""
 
 from __future__ import annotations
 
-from mmnp.core import Violation, id_check
+from mmnp.core import Instance, Violation, id_check
 from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
 VIOLATION_KINDS = {
@@ -25,3 +25,15 @@ def check(data: dict, chosen: list[int]) -> tuple[float | None, list[Violation]]
     if violations:
         return None, violations
     return len(chosen), []
+
+
+def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
+    """Hand-built wrong answers to `inst`, each with the violation kind it must raise: the conformance
+    suite checks that every kind in VIOLATION_KINDS is caught."""
+    chosen = inst.reference["heuristic"]["solution"]
+    n = len(inst.data["numbers"])
+    return [
+        (f"Answer: {chosen + [n]}", "unknown_index"),
+        (f"Answer: {chosen + [chosen[0]]}", "repeated_index"),
+        (f"Answer: {chosen[1:]}", "wrong_sum"),
+    ]

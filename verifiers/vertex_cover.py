@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmnp.core import Violation, edge_str, id_check, violation
+from mmnp.core import Instance, Violation, edge_str, id_check, violation
 from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
 VIOLATION_KINDS = {
@@ -22,3 +22,14 @@ def check(data: dict, cover: list[int]) -> tuple[float | None, list[Violation]]:
     if violations:
         return None, violations
     return len(cover), []
+
+
+def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
+    """Hand-built wrong answers to `inst`, each with the violation kind it must raise: the conformance
+    suite checks that every kind in VIOLATION_KINDS is caught."""
+    cover = inst.reference["heuristic"]["solution"]
+    return [
+        (f"Answer: {cover + [inst.data['n']]}", "unknown_vertex"),
+        (f"Answer: {cover + [cover[0]]}", "repeated_vertex"),
+        ("Answer: []", "uncovered_edge"),
+    ]
