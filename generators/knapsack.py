@@ -15,6 +15,7 @@ from mmnp.prompting import answer_instructions
 from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table, table_box_height
 from mmnp.transcribe import Form, indexed_tuples, scalar
 
+CATEGORY = "selection"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 FAMILIES = ("weak", "strong", "inverse_strong", "spanner", "profit_ceiling")

@@ -15,6 +15,7 @@ from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, graph_picture, gr
 from mmnp.prompting import answer_instructions
 from mmnp.render import BLUE, Canvas
 
+CATEGORY = "planning"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 

@@ -15,6 +15,7 @@ from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, GREEN, GREY, LIGHT_GREY
                          class_colour, draw_table, table_height, text_width)
 from mmnp.transcribe import Form, as_int, as_list, as_minutes
 
+CATEGORY = "schedule"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lea"]

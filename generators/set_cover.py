@@ -12,6 +12,7 @@ from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, HIGHLI
                          draw_panel, text_panel)
 from mmnp.transcribe import Form, as_int, as_list, scalar
 
+CATEGORY = "selection"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 MIN_CELL = 21.5  # px at the default size: the smallest incidence cell whose element number stays legible

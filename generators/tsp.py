@@ -13,6 +13,7 @@ from mmnp.render import (BLACK, BLUE, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, 
                          draw_table, table_height)
 from mmnp.transcribe import Form, indexed_tuples
 
+CATEGORY = "planning"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 

@@ -8,6 +8,7 @@ from mmnp.kits.answers import as_mapping
 from mmnp.core import Instance, Violation, edge_str, violation
 from mmnp.parsing import ParseError, as_int, read_list
 
+DIRECTION = "min"  # the objective is minimised
 VIOLATION_KINDS = {
     "unknown_vertex": "a colour given for a vertex that does not exist",
     "repeated_vertex": "a vertex given two colours",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mmnp.core import Instance, Violation, id_check
 from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
+DIRECTION = "max"  # the objective is maximised
 VIOLATION_KINDS = {
     "unknown_item": "an id that is not an item",
     "repeated_item": "an item chosen more than once",

@@ -6,6 +6,7 @@ from mmnp.core import Instance, Violation, edge_str, id_check, prepared, violati
 from mmnp.parsing import parse_cycle
 from mmnp.verifiers.tsp import canonical as _cycle_canonical
 
+DIRECTION = "max"  # the objective is maximised
 VIOLATION_KINDS = {
     "unknown_vertex": "an id that is not a vertex",
     "repeated_vertex": "a vertex visited more than once",

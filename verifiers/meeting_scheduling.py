@@ -10,6 +10,7 @@ from mmnp.core import Instance, Violation, prepared, violation
 from mmnp.kits.meetings import hhmm, minutes
 from mmnp.parsing import ParseError, as_int, read_answer
 
+DIRECTION = "max"  # the objective is maximised
 VIOLATION_KINDS = {
     "unknown_meeting": "an id that is not a meeting",
     "unknown_room": "an id that is not a room",

@@ -8,6 +8,7 @@ from mmnp.verifiers.idlist import (  # noqa: F401 (canonical, format: the verifi
     split_canonical as canonical, split_check, split_format as format, split_parser,
 )
 
+DIRECTION = "min"  # the objective is minimised
 VIOLATION_KINDS = {
     "unknown_vertex": "an id that is not a vertex",
     "repeated_vertex": "a vertex listed more than once (in one half or in both)",

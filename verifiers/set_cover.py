@@ -5,6 +5,7 @@ from __future__ import annotations
 from mmnp.core import Instance, Violation, id_check, violation
 from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
+DIRECTION = "min"  # the objective is minimised
 VIOLATION_KINDS = {
     "unknown_subset": "an id that is not a subset",
     "repeated_subset": "a subset chosen more than once",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from mmnp.core import Instance, Violation, id_check
 from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
+DIRECTION = "max"  # the objective is maximised
 VIOLATION_KINDS = {
     "unknown_index": "an index that is not a number's",
     "repeated_index": "an index chosen more than once",

@@ -7,6 +7,7 @@ import math
 from mmnp.core import Instance, Violation, id_check, violation
 from mmnp.parsing import parse_cycle
 
+DIRECTION = "min"  # the objective is minimised
 VIOLATION_KINDS = {
     "unknown_city": "an id that is not a city",
     "repeated_city": "a city visited more than once",
