@@ -15,12 +15,12 @@ A task is three modules with its name, `generators/<name>.py`, `verifiers/<name>
 Everything else about the task is declared in those modules (`mmnp.task` lists what). A task loads
 on first use: `get_task("tsp")` imports tsp's three modules and reads no installed metadata; a
 plug-in that cannot be imported, or lacks what a task needs, raises `PluginError` (one line
-naming it) on its own use and is left out of `list_tasks()` with that line as a warning.
+naming it) on its own use and is left out of `list_tasks()`, which says so once on stderr.
 """
 
 from __future__ import annotations
 
-import warnings
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -45,6 +45,7 @@ UnknownTaskError = UnknownPluginError  # a task name that nothing registers (a U
 
 _TABLE: dict[str, Any] = {name: "mmnp" for name in BUILTIN}  # name -> package root (or a Task), by reference
 _BOUND: dict[tuple[str, str], Task] = {}  # (name, package root) -> its Task, bound once
+_SKIPPED: set[str] = set()  # plug-ins list_tasks left out (each said once)
 
 
 def bind(name: str, root: ModuleType | Task) -> Task:
@@ -88,8 +89,8 @@ def get_task(name: str) -> Task:
 
 
 def list_tasks() -> list[Task]:
-    """Every task that loads, in registry order; a plug-in that does not is left out with a
-    warning line naming it (its own use says the same)."""
+    """Every task that loads, in registry order; a plug-in that does not is left out, with one
+    line on stderr naming it (its own use fails with the same line)."""
     out = []
     for name in task_names():
         try:
@@ -97,7 +98,9 @@ def list_tasks() -> list[Task]:
         except PluginError as e:
             if name in BUILTIN:
                 raise
-            warnings.warn(str(e), RuntimeWarning, stacklevel=2)
+            if name not in _SKIPPED:
+                _SKIPPED.add(name)
+                print(f"mmnp: left out: {e}", file=sys.stderr)
     return out
 
 
