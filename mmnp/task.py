@@ -144,11 +144,10 @@ class Task:
                              f"use one of {', '.join(CATEGORIES)}")
         if verifier.DIRECTION not in ("min", "max"):
             raise ValueError(f"{package}.verifiers.{name}.DIRECTION is {verifier.DIRECTION!r}; use min or max")
-        if hasattr(generator, "LEVELS"):
-            try:
-                levels.check_ladder(generator.LEVELS, generator.PRESETS, generator.Config)
-            except ValueError as e:
-                raise ValueError(f"{package}.generators.{name}: {e}") from None
+        try:
+            levels.check_ladder(generator.LEVELS, generator.PRESETS, generator.Config)
+        except ValueError as e:
+            raise ValueError(f"{package}.generators.{name}: {e}") from None
         return cls(name, generator.CATEGORY, verifier.DIRECTION, generator, verifier, modules["solvers"])
 
     # -- instances --------------------------------------------------------------------
@@ -305,7 +304,7 @@ class Task:
         return _with_caption(canvas, verdict).png()
 
 
-_OPTIONAL = {"VERSION", "LEVELS", "TRANSCRIPTION", "IMPORTS", "wrong_answers"}  # a task may go without
+_OPTIONAL = {"VERSION", "TRANSCRIPTION", "IMPORTS", "wrong_answers"}  # a task may go without (the suite needs wrong_answers)
 
 
 def _required(protocol: type) -> list[str]:
