@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 
 from mmnp.core import Violation
+from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas, class_colour
 
+CATEGORY = "graph"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 
@@ -30,12 +31,25 @@ PRESETS = {
     "medium": Config(n=(15, 22), colours=(4, 6), density=0.35),
     "hard": Config(n=(25, 32), colours=(6, 8), density=0.5),
 }
+# past bench: no planted clique, and more colours planted than such a graph needs, so the
+# chromatic number is the random graph's own and CP-SAT must prove its lower bound
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (5, 8), "colours": (2, 3), "density": 0.2}, "easy", "medium", "hard",
+    {"n": (32, 40), "colours": (7, 9), "density": 0.5},
+    {"n": (40, 50), "colours": (8, 10), "density": 0.45, "clique": False},
+    {"n": (50, 60), "colours": (9, 11), "density": 0.4, "clique": False},
+    {"n": (60, 75), "colours": (10, 12), "density": 0.35, "clique": False},
+    {"n": (75, 90), "colours": (11, 13), "density": 0.3, "clique": False},
+    {"n": (90, 110), "colours": (12, 14), "density": 0.28, "clique": False},
+)
 
 FORMAT = answer_instructions(
     "Give the colours as a list of positive integers, where the i-th entry is the colour of vertex i "
     "(use as few distinct colours as you can).",
     "[<colour of vertex 0>, <colour of vertex 1>, <colour of vertex 2>, ...]",
 )
+TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
+IMPORTS = ("dimacs",)  # `mmnp import` formats whose data this task takes (DIMACS graphs)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Colour every vertex "
     "so that two vertices joined by an edge have different colours, using as few colours as possible.\n" + FORMAT
@@ -65,7 +79,7 @@ def prompt(data: dict) -> str:
 
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
-    from mmnp.generators.answers import as_mapping
+    from mmnp.kits.answers import as_mapping
 
     fill = None
     if solution is not None:

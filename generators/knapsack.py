@@ -13,7 +13,9 @@ import numpy as np
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table, table_box_height
+from mmnp.transcribe import Form, indexed_tuples, scalar
 
+CATEGORY = "selection"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 FAMILIES = ("weak", "strong", "inverse_strong", "spanner", "profit_ceiling")
@@ -38,11 +40,29 @@ PRESETS = {
     "medium": Config(n=(23, 37)),
     "hard": Config(n=(35, 60)),
 }
+# past bench: Pisinger's strongly correlated items (value = weight + max_weight/10), then
+# inversely strongly correlated ones (weight = value + max_weight/10), with numbers large
+# enough (10^5 and up) that CP-SAT's presolve no longer settles them and must search. These
+# families derive values from weights: max_value states the largest value they reach. The
+# inverse family plants fewer items: its best value per weight are the heaviest, and 30-50%
+# of them would leave a capacity that half the items at random fit.
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (8, 12)}, "easy", "medium", "hard", {"n": (60, 80)},
+    {"n": (80, 110), "family": "strong", "max_weight": 100_000, "max_value": 110_000},
+    {"n": (110, 150), "family": "strong", "max_weight": 1_000_000, "max_value": 1_100_000},
+    {"n": (150, 200), "family": "inverse_strong", "max_weight": 1_000_000, "max_value": 900_000,
+     "planted_fraction": (0.2, 0.35)},
+    {"n": (200, 260), "family": "inverse_strong", "max_weight": 1_000_000, "max_value": 900_000,
+     "planted_fraction": (0.2, 0.35)},
+    {"n": (260, 320), "family": "inverse_strong", "max_weight": 10_000_000, "max_value": 9_000_000,
+     "planted_fraction": (0.2, 0.35)},
+)
 
 FORMAT = answer_instructions(
     "Give the chosen items as a list of item ids, each at most once.",
     "[<item id>, <item id>, ...]",
 )
+IMPORTS = ("orlib",)  # `mmnp import` formats whose data this task takes (OR-Library knapsack files)
 IMAGE_PROMPT = (
     "The image shows a knapsack capacity and a table of items with their weights and values. Choose a set of "
     "items whose total weight does not exceed the capacity and whose total value is as large as possible.\n"
@@ -121,3 +141,20 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     draw_table(canvas, (12, 64, size - 12, 64 + table_h), header, rows,
                row_fill={i: HIGHLIGHT for i in chosen})
     return canvas
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): {"capacity": 100, "items": [[weight0,
+# value0], ...]}, item i at index i; fields capacity and items (F1 over (id, weight, value))
+
+def _transcription(data: dict) -> dict:
+    return {"capacity": data["capacity"], "items": [[w, v] for w, v in zip(data["weights"], data["values"])]}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    return {"capacity": scalar(t.get("capacity")), "items": indexed_tuples(t.get("items"), 2)}
+
+
+TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"capacity": <capacity>, "items": [[<weight of item 0>, <value of item 0>], [<weight of item 1>, '
+    '<value of item 1>], ...]}')

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
+from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import BLUE, Canvas
 
+CATEGORY = "planning"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 
@@ -35,12 +36,27 @@ PRESETS = {
     "medium": Config(n=(20, 30), density=0.3),
     "hard": Config(n=(30, 40), density=0.4),
 }
+# past bench: random geometric graphs (points in the unit square joined below a radius) near
+# their Hamiltonicity threshold, about 6 neighbours a vertex, no planted cycle: long cycles
+# must thread through narrow places, and CP-SAT's bound stays far off (G(n, p) at its own
+# threshold, or unbalanced bipartite graphs, it settles in hundredths of a second)
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (8, 12), "density": 0.3}, "easy", "medium", "hard",
+    {"n": (40, 50), "density": 0.3},
+    {"n": (60, 75), "density": 0.09, "family": "geometric"},
+    {"n": (75, 95), "density": 0.071, "family": "geometric"},
+    {"n": (95, 120), "density": 0.056, "family": "geometric"},
+    {"n": (120, 150), "density": 0.045, "family": "geometric"},
+    {"n": (150, 180), "density": 0.037, "family": "geometric"},
+)
 
 FORMAT = answer_instructions(
     "Give the cycle as a list of vertex ids in order, each at most once (the edge from the last back to the "
     "first is implied and must exist).",
     "[<first vertex id>, <next vertex id>, <next vertex id>, ...]",
 )
+TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
+IMPORTS = ("dimacs",)  # `mmnp import` formats whose data this task takes (DIMACS graphs)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find the longest simple "
     "cycle: at least 3 distinct vertices, each consecutive pair joined by an edge, and an edge from the last "

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import GRAPH_IMAGE, chosen_fill, graph_picture, graph_text, marked, random_edges
+from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, chosen_fill, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas
 
+CATEGORY = "graph"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 
@@ -31,11 +32,24 @@ PRESETS = {
     "medium": Config(n=(12, 20), clique=(5, 7), density=0.35),
     "hard": Config(n=(20, 30), clique=(7, 9), density=0.4),
 }
+# past bench: hidden cliques (Brockington & Culberson, DIMACS's brock family): the members'
+# degrees are evened out, and the clique is barely larger than the graph's natural ones
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (6, 8), "clique": (3, 4), "density": 0.3}, "easy", "medium", "hard",
+    {"n": (30, 40), "clique": (8, 10), "density": 0.45},
+    {"n": (60, 70), "clique": (10, 11), "density": 0.5, "hidden": True},
+    {"n": (70, 80), "clique": (10, 11), "density": 0.5, "hidden": True},
+    {"n": (80, 90), "clique": (11, 12), "density": 0.5, "hidden": True},
+    {"n": (90, 100), "clique": (11, 12), "density": 0.5, "hidden": True},
+    {"n": (100, 110), "clique": (11, 12), "density": 0.5, "hidden": True},
+)
 
 FORMAT = answer_instructions(
     "Give the clique as a list of vertex ids, each at most once.",
     "[<vertex id>, <vertex id>, ...]",
 )
+TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
+IMPORTS = ("dimacs",)  # `mmnp import` formats whose data this task takes (DIMACS graphs)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find a largest clique: "
     "a set of vertices in which every two are joined by an edge.\n" + FORMAT

@@ -9,11 +9,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
+from mmnp.kits.meetings import hhmm, minutes
 from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, GREEN, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
                          class_colour, draw_table, table_height, text_width)
-from mmnp.generators.meetings import hhmm, minutes
+from mmnp.transcribe import Form, as_int, as_list, as_minutes
 
+CATEGORY = "schedule"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lea"]
@@ -35,6 +37,17 @@ PRESETS = {
     "medium": Config(meetings=(5, 6), people=(4, 6), rooms=(4, 5)),
     "hard": Config(meetings=(6, 7), people=(5, 7), rooms=(5, 6)),
 }
+# past bench: more meetings than the rooms can hold and people available most of the day,
+# so that many schedules nearly tie and CP-SAT must search
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"meetings": (3, 4), "people": (3, 4), "rooms": (2, 3)}, "easy", "medium", "hard",
+    {"meetings": (7, 9), "people": (6, 8), "rooms": (5, 6)},
+    {"meetings": (9, 11), "people": (7, 9), "rooms": (4, 5), "availability": (0.6, 0.8)},
+    {"meetings": (11, 14), "people": (8, 10), "rooms": (4, 5), "availability": (0.65, 0.85)},
+    {"meetings": (14, 17), "people": (9, 11), "rooms": (3, 4), "availability": (0.7, 0.9)},
+    {"meetings": (17, 21), "people": (10, 12), "rooms": (3, 4), "availability": (0.7, 0.9)},
+    {"meetings": (21, 25), "people": (11, 12), "rooms": (3, 4), "availability": (0.75, 0.9)},
+)
 
 FORMAT = answer_instructions(
     'Give the schedule as a list of (meeting id, room id, "HH:MM" start time) entries; leave out meetings you '
@@ -135,16 +148,35 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     and the meetings table, on a square canvas."""
     people, rooms, meetings = data["people"], data["rooms"], data["meetings"]
     s = size / DEFAULT_SIZE
-    day0, day1 = (minutes(t) for t in data["day"])
     font = max(MIN_FONT, round(16 * s))
-    tick_font = max(MIN_FONT, round(15 * s))
     labels = [f"Room {j} ({r['capacity']} seats)" for j, r in enumerate(rooms)]
     labels += [f"{p['name']} ({i})" for i, p in enumerate(people)]
     left = 8 * s + max(text_width(label, font) for label in labels) + 10 * s
-    right = size - 24 * s
-    x_of = lambda t: left + (t - day0) / (day1 - day0) * (right - left)  # noqa: E731
-    table_rows = len(meetings) + 1
-    lines = len(people) + len(rooms) + table_rows
+    row, height, table_header, table_rows = _rows(data, size, s, font)
+    canvas = Canvas(size, height, kind="chart")
+    canvas.text((size / 2, 8 * s), f"Meeting scheduling: working day {data['day'][0]}-{data['day'][1]}",
+                size=max(MIN_FONT + 2, round(19 * s)), anchor="mt", bold=True)
+    chart = _Chart(canvas, s, left, size - 24 * s, *(minutes(t) for t in data["day"]), row, font,
+                   max(MIN_FONT, round(15 * s)), meetings, _bad_meetings(violations))
+    bookings = [(m, r, minutes(s)) for m, r, s in solution or ()
+                if 0 <= m < len(meetings) and 0 <= r < len(rooms)]
+    y = _availability(chart, people, bookings, 40 * s)
+    y = _room_rows(chart, rooms, bookings, y, solution is not None)
+    canvas.text((8 * s, y), "Meetings", size=font + 1, bold=True)
+    table_top = y + font + 8 * s
+    draw_table(canvas, (8 * s, table_top, size - 8 * s, height - 6 * s), table_header, table_rows,
+               max_font=font + 2, min_font=MIN_FONT)
+    # where the time axis and the table are, so anyone can check the picture: a time t is at
+    # x = left + (t - day start) / (day length) * (right - left)
+    canvas.layout = {"time_axis": [round(left, 2), round(chart.right, 2)], "table_top": round(table_top, 2)}
+    return canvas
+
+
+def _rows(data: dict, size: int, s: float, font: int) -> tuple[int, int, list[str], list[list[str]]]:
+    """The row height and canvas height (taller than square when the rows would squeeze the font),
+    and the meetings table's header and rows."""
+    people, rooms, meetings = data["people"], data["rooms"], data["meetings"]
+    lines = len(people) + len(rooms) + len(meetings) + 1
     row = min(round(34 * s), int((size - 190 * s) / lines))
     names = [p["name"] for p in people]
     table_header = ["meeting", "duration", "people", "attendees"]
@@ -155,63 +187,130 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
         row = math.ceil(font + 8 * s)
         table_top = 40 * s + 2 * (font + 30 * s) + row * (len(people) + len(rooms)) + 20 * s + font + 8 * s
         height = math.ceil(table_top + table_height(size - 16 * s, table_header, table_rows, MIN_FONT) + 6 * s)
-    canvas = Canvas(size, height, kind="chart")
-    canvas.text((size / 2, 8 * s), f"Meeting scheduling: working day {data['day'][0]}-{data['day'][1]}",
-                size=max(MIN_FONT + 2, round(19 * s)), anchor="mt", bold=True)
-    bad_meetings = {x[0] for v in violations for x in v.where if isinstance(x, tuple)
-                    and v.kind in ("outside_day", "unavailable_attendee", "over_capacity")}
-    bad_meetings |= {m for v in violations if v.kind in ("room_conflict", "attendee_conflict")
-                     for x in v.where for m in x[1:3]}
-    bookings = [(m, r, minutes(s)) for m, r, s in solution or ()
-                if 0 <= m < len(meetings) and 0 <= r < len(rooms)]
-    first_tick = day0 + (-day0) % SLOT
+    return row, height, table_header, table_rows
 
-    def axis(y: float, height: float) -> None:
+
+def _bad_meetings(violations: tuple[Violation, ...]) -> set[int]:
+    """The meetings an answer's violations name (their bookings are outlined red)."""
+    bad = {x[0] for v in violations for x in v.where if isinstance(x, tuple)
+           and v.kind in ("outside_day", "unavailable_attendee", "over_capacity")}
+    return bad | {m for v in violations if v.kind in ("room_conflict", "attendee_conflict")
+                  for x in v.where for m in x[1:3]}
+
+
+@dataclass
+class _Chart:
+    """The timeline's geometry (where a time falls, row height, fonts) and what it draws on."""
+
+    canvas: Canvas
+    s: float
+    left: float
+    right: float
+    day0: int
+    day1: int
+    row: int
+    font: int
+    tick_font: int
+    meetings: list[dict]
+    bad: set[int]
+
+    def x(self, t: int) -> float:
+        return self.left + (t - self.day0) / (self.day1 - self.day0) * (self.right - self.left)
+
+    def axis(self, y: float, height: float) -> None:
         """The 30-minute grid: a line per tick, hours labelled "HH:MM", half hours ":30"."""
-        for t in range(first_tick, day1 + 1, SLOT):
+        s, canvas = self.s, self.canvas
+        for t in range(self.day0 + (-self.day0) % SLOT, self.day1 + 1, SLOT):
             hour = t % 60 == 0
-            canvas.line(((x_of(t), y - 4 * s), (x_of(t), y + height)), GREY if hour else LIGHT_GREY)
+            canvas.line(((self.x(t), y - 4 * s), (self.x(t), y + height)), GREY if hour else LIGHT_GREY)
             label = hhmm(t) if hour else f":{t % 60:02d}"
-            canvas.text((x_of(t), y - 5 * s), label, size=tick_font if hour else tick_font - 2,
+            canvas.text((self.x(t), y - 5 * s), label, size=self.tick_font if hour else self.tick_font - 2,
                         colour=BLACK if hour else DARK_GREY, anchor="mb")
 
-    def booking(m: int, start: int, y: float) -> None:
-        x0, x1 = x_of(start), x_of(start + meetings[m]["duration"])
-        canvas.rect((x0 + 1, y + 3, x1 - 1, y + row - 3), fill=class_colour(m),
-                    outline=RED if m in bad_meetings else BLACK, width=3 if m in bad_meetings else 2)
-        canvas.text(((x0 + x1) / 2, y + row / 2), f"M{m}", size=font, anchor="mm", bold=True, bg=class_colour(m))
+    def booking(self, m: int, start: int, y: float) -> None:
+        x0, x1 = self.x(start), self.x(start + self.meetings[m]["duration"])
+        bad = m in self.bad
+        self.canvas.rect((x0 + 1, y + 3, x1 - 1, y + self.row - 3), fill=class_colour(m),
+                         outline=RED if bad else BLACK, width=3 if bad else 2)
+        self.canvas.text(((x0 + x1) / 2, y + self.row / 2), f"M{m}", size=self.font, anchor="mm", bold=True,
+                         bg=class_colour(m))
 
-    y = 40 * s
-    canvas.text((8 * s, y), f"Availability (green; {SLOT}-minute grid)", size=font + 1, bold=True)
-    y += font + 30 * s
-    axis(y, row * len(people))
+
+def _availability(chart: _Chart, people: list[dict], bookings: list[tuple[int, int, int]], y: float) -> float:
+    """Each person's available windows (green), with the bookings they attend; returns the next y."""
+    s, row, canvas = chart.s, chart.row, chart.canvas
+    canvas.text((8 * s, y), f"Availability (green; {SLOT}-minute grid)", size=chart.font + 1, bold=True)
+    y += chart.font + 30 * s
+    chart.axis(y, row * len(people))
     for i, p in enumerate(people):
-        canvas.text((left - 8 * s, y + row / 2), f"{p['name']} ({i})", size=font, anchor="rm")
-        canvas.rect((left, y + row / 2 - 1, right, y + row / 2 + 1), fill=LIGHT_GREY)
+        canvas.text((chart.left - 8 * s, y + row / 2), f"{p['name']} ({i})", size=chart.font, anchor="rm")
+        canvas.rect((chart.left, y + row / 2 - 1, chart.right, y + row / 2 + 1), fill=LIGHT_GREY)
         for a, b in p["available"]:
-            canvas.rect((x_of(minutes(a)), y + 5 * s, x_of(minutes(b)), y + row - 5 * s), fill=GREEN, outline=BLACK)
+            canvas.rect((chart.x(minutes(a)), y + 5 * s, chart.x(minutes(b)), y + row - 5 * s), fill=GREEN,
+                        outline=BLACK)
         for m, _, start in bookings:
-            if i in meetings[m]["attendees"]:
-                booking(m, start, y)
+            if i in chart.meetings[m]["attendees"]:
+                chart.booking(m, start, y)
         y += row
-    y += 10 * s
-    canvas.text((8 * s, y), "Rooms" + (" (the answer's bookings)" if solution is not None else ""),
-                size=font + 1, bold=True)
-    y += font + 30 * s
-    axis(y, row * len(rooms))
+    return y + 10 * s
+
+
+def _room_rows(chart: _Chart, rooms: list[dict], bookings: list[tuple[int, int, int]], y: float,
+               answered: bool) -> float:
+    """A Gantt row per room with the answer's bookings in it; returns the next y."""
+    s, row, canvas = chart.s, chart.row, chart.canvas
+    canvas.text((8 * s, y), "Rooms" + (" (the answer's bookings)" if answered else ""), size=chart.font + 1,
+                bold=True)
+    y += chart.font + 30 * s
+    chart.axis(y, row * len(rooms))
     for j, r in enumerate(rooms):
-        canvas.text((left - 8 * s, y + row / 2), f"Room {j} ({r['capacity']} seats)", size=font, anchor="rm")
-        canvas.rect((left, y + 2, right, y + row - 2), outline=GREY)
+        canvas.text((chart.left - 8 * s, y + row / 2), f"Room {j} ({r['capacity']} seats)", size=chart.font,
+                    anchor="rm")
+        canvas.rect((chart.left, y + 2, chart.right, y + row - 2), outline=GREY)
         for m, room, start in bookings:
             if room == j:
-                booking(m, start, y)
+                chart.booking(m, start, y)
         y += row
-    y += 10 * s
-    canvas.text((8 * s, y), "Meetings", size=font + 1, bold=True)
-    table_top = y + font + 8 * s
-    draw_table(canvas, (8 * s, table_top, size - 8 * s, height - 6 * s), table_header, table_rows,
-               max_font=font + 2, min_font=MIN_FONT)
-    # where the time axis and the table are, so anyone can check the picture: a time t is at
-    # x = left + (t - day start) / (day length) * (right - left)
-    canvas.layout = {"time_axis": [round(left, 2), round(right, 2)], "table_top": round(table_top, 2)}
-    return canvas
+    return y + 10 * s
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): fields day, names (F1 over (person,
+# name)), availability (F1 over (person, start, end) in minutes), rooms (F1 over (room, seats)) and
+# meetings (F1 over (meeting, duration) and (meeting, attendee))
+
+def _transcription(data: dict) -> dict:
+    return {"day": list(data["day"]),
+            "people": [{"name": p["name"], "available": [list(w) for w in p["available"]]} for p in data["people"]],
+            "rooms": [r["capacity"] for r in data["rooms"]],
+            "meetings": [{"duration": m["duration"], "attendees": list(m["attendees"])} for m in data["meetings"]]}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    day = as_list(t.get("day"))
+    day_key = {tuple(map(as_minutes, day))} if len(day) == 2 and None not in map(as_minutes, day) else set()
+    names, windows = set(), set()
+    for i, p in enumerate(as_list(t.get("people"))):
+        if not isinstance(p, dict):
+            continue
+        if isinstance(p.get("name"), str):
+            names.add((i, p["name"].strip()))
+        for w in as_list(p.get("available")):
+            if isinstance(w, list) and len(w) == 2 and None not in (a := (as_minutes(w[0]), as_minutes(w[1]))):
+                windows.add((i, *a))
+    rooms = {(j, c) for j, c in enumerate(map(as_int, as_list(t.get("rooms")))) if c is not None}
+    meetings = set()
+    for i, m in enumerate(as_list(t.get("meetings"))):
+        if isinstance(m, dict):
+            if (d := as_int(m.get("duration"))) is not None:
+                meetings.add((i, "duration", d))
+            meetings |= {(i, "attendee", a) for a in map(as_int, as_list(m.get("attendees"))) if a is not None}
+    return {"day": day_key, "names": names, "availability": windows, "rooms": rooms, "meetings": meetings}
+
+
+TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"day": ["<HH:MM>", "<HH:MM>"], "people": [{"name": "<name>", "available": '
+    '[["<HH:MM>", "<HH:MM>"], ...]}, ...], "rooms": [<seats of room 0>, ...], "meetings": '
+    '[{"duration": <minutes>, "attendees": [<person index>, ...]}, ...]}  (person i at index '
+    'i with every availability interval as [start, end]; the day\'s start and end; '
+    'attendees: person indices)')

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from mmnp.generators.graphs import GRAPH_IMAGE, graph_picture, graph_text, marked, random_edges
 
 from mmnp.core import Violation
+from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas, class_colour
 
+CATEGORY = "partition"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 
@@ -26,11 +27,22 @@ PRESETS = {
     "medium": Config(n=(30, 40)),
     "hard": Config(n=(40, 50), p_in=(0.15, 0.25), p_out=(0.04, 0.07)),
 }
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (10, 16), "p_in": (0.3, 0.4)}, "easy", "medium", "hard",
+    {"n": (50, 60), "p_in": (0.15, 0.25), "p_out": (0.04, 0.07)},
+    {"n": (60, 75), "p_in": (0.12, 0.2), "p_out": (0.03, 0.06)},
+    {"n": (75, 90), "p_in": (0.1, 0.16), "p_out": (0.03, 0.05)},
+    {"n": (90, 110), "p_in": (0.08, 0.14), "p_out": (0.025, 0.045)},
+    {"n": (110, 130), "p_in": (0.07, 0.12), "p_out": (0.02, 0.04)},
+    {"n": (130, 150), "p_in": (0.06, 0.1), "p_out": (0.02, 0.035)},
+)
 
 FORMAT = answer_instructions(
     "Give one half as a list of vertex ids (the other half is every other vertex).",
     "[<vertex id>, <vertex id>, ...]",
 )
+TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
+IMPORTS = ("dimacs",)  # `mmnp import` formats whose data this task takes (DIMACS graphs)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Split the vertices into "
     "two halves of equal size (sizes may differ by one when the number of vertices is odd) so that as few edges "
@@ -89,7 +101,7 @@ def prompt(data: dict) -> str:
 
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
     """The two halves in two colours, the edges across them in bold red."""
-    from mmnp.generators.answers import halves
+    from mmnp.kits.answers import halves
 
     n = data["n"]
     fill, cut, heading = None, [], "Minimum bisection"

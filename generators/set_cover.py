@@ -10,7 +10,9 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, HIGHLIGHT, LIGHT_GREY, MIN_FONT, RED, Canvas,
                          draw_panel, text_panel)
+from mmnp.transcribe import Form, as_int, as_list, scalar
 
+CATEGORY = "selection"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 MIN_CELL = 21.5  # px at the default size: the smallest incidence cell whose element number stays legible
@@ -29,11 +31,18 @@ PRESETS = {
     "medium": Config(universe=(20, 25), subsets=(10, 15)),
     "hard": Config(universe=(25, 30), subsets=(15, 25)),
 }
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"universe": (6, 10), "subsets": (4, 6)}, "easy", "medium", "hard",
+    {"universe": (30, 40), "subsets": (25, 35)}, {"universe": (40, 50), "subsets": (35, 45)},
+    {"universe": (50, 65), "subsets": (45, 60)}, {"universe": (65, 80), "subsets": (60, 75)},
+    {"universe": (80, 100), "subsets": (75, 90)}, {"universe": (100, 120), "subsets": (90, 110)},
+)
 
 FORMAT = answer_instructions(
     "Give the chosen subsets as a list of subset ids, each at most once.",
     "[<subset id>, <subset id>, ...]",
 )
+IMPORTS = ("orlib",)  # `mmnp import` formats whose data this task takes (OR-Library scp files)
 IMAGE_PROMPT = (
     "The image shows a universe of elements and a table of subsets: a filled cell means the subset in that row "
     "contains the element in that column (a large instance lists each subset's elements instead: the row "
@@ -137,3 +146,21 @@ def _render_list(data: dict, size: int, chosen: set[int], violations: tuple[Viol
                     colour=RED, bold=True)
     draw_panel(canvas, panel, "Subsets and their elements (i: elements of subset i):")
     return canvas
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): {"universe": 16, "subsets": [[7, 8, 9],
+# ...]}; fields universe and subsets (F1 over (subset id, element))
+
+def _transcription(data: dict) -> dict:
+    return {"universe": data["universe"], "subsets": [sorted(s) for s in data["subsets"]]}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    members = {(i, v) for i, s in enumerate(as_list(t.get("subsets"))) for v in map(as_int, as_list(s)) if v is not None}
+    return {"universe": scalar(t.get("universe")), "subsets": members}
+
+
+TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"universe": <number of elements>, "subsets": [[<element of subset 0>, ...], [<element of subset '
+    '1>, ...], ...]}')

@@ -13,7 +13,9 @@ import numpy as np
 from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import HIGHLIGHT, RED, Canvas, draw_table, table_box_height
+from mmnp.transcribe import Form, as_int, as_list, scalar
 
+CATEGORY = "selection"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 MAX_VALUE = 10**15  # sums of a hundred such numbers stay far inside CP-SAT's and numpy's 64-bit integers
@@ -34,6 +36,15 @@ PRESETS = {
     "medium": Config(n=(8, 12)),
     "hard": Config(n=(12, 15)),
 }
+# past bench: numbers of 5 to 12 digits (at most 40 of them, which the exact meet-in-the-middle
+# heuristic handles): hardly any other subset hits the target, and CP-SAT must prove that
+# no larger one does
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (4, 6)}, "easy", "medium", "hard", {"n": (15, 20), "max_value": 200},
+    {"n": (20, 24), "min_value": 10**4, "max_value": 10**5}, {"n": (24, 28), "min_value": 10**5, "max_value": 10**6},
+    {"n": (28, 32), "min_value": 10**7, "max_value": 10**8}, {"n": (32, 36), "min_value": 10**9, "max_value": 10**10},
+    {"n": (36, 40), "min_value": 10**11, "max_value": 10**12},
+)
 
 FORMAT = answer_instructions(
     "Give the chosen numbers by their indices (0-based), each index at most once.",
@@ -84,3 +95,20 @@ def render(data: dict, size: int, solution=None, violations: tuple[Violation, ..
     draw_table(canvas, (x0, 76, x1, 76 + table_h), header, rows,
                row_fill={i: HIGHLIGHT for i in chosen}, max_font=22)
     return canvas
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): {"target": 115, "numbers": [12, 50,
+# ...]}; fields target and numbers (F1 over (index, number))
+
+def _transcription(data: dict) -> dict:
+    return {"target": data["target"], "numbers": list(data["numbers"])}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    numbers = {(i, v) for i, v in enumerate(map(as_int, as_list(t.get("numbers")))) if v is not None}
+    return {"target": scalar(t.get("target")), "numbers": numbers}
+
+
+TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"target": <target>, "numbers": [<number 0>, <number 1>, ...]}  (the numbers in the order shown)')

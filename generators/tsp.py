@@ -11,7 +11,9 @@ from mmnp.core import Violation
 from mmnp.prompting import answer_instructions
 from mmnp.render import (BLACK, BLUE, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, LIGHT_GREY, MIN_FONT, RED, Canvas,
                          draw_table, table_height, text_width)
+from mmnp.transcribe import Form, indexed_tuples
 
+CATEGORY = "planning"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 
@@ -23,6 +25,10 @@ class Config:
 
 
 PRESETS = {"easy": Config(n=(10, 20)), "medium": Config(n=(20, 30)), "hard": Config(n=(35, 45))}
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (5, 9)}, "easy", "medium", "hard",
+    {"n": (45, 55)}, {"n": (55, 70)}, {"n": (70, 90)}, {"n": (90, 115)}, {"n": (115, 145)}, {"n": (145, 180)},
+)
 
 DISTANCE_RULE = (
     "The distance between two cities is their Euclidean distance rounded to the nearest integer "
@@ -33,6 +39,7 @@ FORMAT = answer_instructions(
     "(the return to the first city is implied).",
     "[<first city id>, <second city id>, ...]",
 )
+IMPORTS = ("tsplib",)  # `mmnp import` formats whose data this task takes (TSPLIB files)
 IMAGE_PROMPT = (
     "The image shows cities on a plane with integer coordinates, and a table of their exact coordinates. "
     f"{DISTANCE_RULE} Find the shortest tour that visits every city exactly once and returns to its start "
@@ -153,3 +160,19 @@ def _round_step(least: float) -> int:
     """The smallest 1, 2 or 5 times a power of ten that is at least `least` (grid lines of a large grid)."""
     power = 10 ** max(0, math.floor(math.log10(least)))
     return next(k * power for k in (1, 2, 5, 10) if k * power >= least)
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): {"cities": [[x0, y0], [x1, y1], ...]},
+# city i at index i; field cities: F1 over (id, x, y)
+
+def _transcription(data: dict) -> dict:
+    return {"cities": [list(c) for c in data["coords"]]}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    return {"cities": indexed_tuples(t.get("cities"), 2)}
+
+
+TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"cities": [[<x of city 0>, <y of city 0>], [<x of city 1>, <y of city 1>], ...]}')

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.generators.graphs import GRAPH_IMAGE, chosen_fill, graph_picture, graph_text, marked, random_edges
+from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, chosen_fill, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas
 
+CATEGORY = "graph"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
 
 
@@ -30,11 +31,24 @@ PRESETS = {
     "medium": Config(n=(20, 35), density=0.25),
     "hard": Config(n=(35, 50), density=0.2),
 }
+# past bench: the complement of a hidden clique (a planted independent set whose vertices'
+# degrees are evened out, as DIMACS's brock graphs hide theirs) near the natural set size
+LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
+    {"n": (6, 10), "density": 0.35}, "easy", "medium", "hard",
+    {"n": (50, 65), "density": 0.18},
+    {"n": (70, 85), "cover_fraction": 0.7, "density": 0.12, "hidden": True},
+    {"n": (85, 100), "cover_fraction": 0.72, "density": 0.11, "hidden": True},
+    {"n": (100, 120), "cover_fraction": 0.74, "density": 0.1, "hidden": True},
+    {"n": (120, 140), "cover_fraction": 0.75, "density": 0.085, "hidden": True},
+    {"n": (140, 160), "cover_fraction": 0.77, "density": 0.075, "hidden": True},
+)
 
 FORMAT = answer_instructions(
     "Give the cover as a list of vertex ids, each at most once.",
     "[<vertex id>, <vertex id>, ...]",
 )
+TRANSCRIPTION = GRAPH_TRANSCRIPTION  # the perception probe's form (`mmnp.transcribe`)
+IMPORTS = ("dimacs",)  # `mmnp import` formats whose data this task takes (DIMACS graphs)
 IMAGE_PROMPT = (
     GRAPH_IMAGE + "Find a smallest "
     "vertex cover: a set of vertices such that every edge has at least one endpoint in the set.\n" + FORMAT

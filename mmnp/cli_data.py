@@ -27,8 +27,8 @@ def import_command(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=_choices(importers.FORMATS))],
     out: Annotated[Path, typer.Option("--out", "-o", help="new dataset folder")],
     files: Annotated[Optional[list[Path]], typer.Argument(help="instance files (none for classic)")] = None,
-    task: Annotated[Optional[str], typer.Option(help="task for DIMACS graphs: "
-                                                     + ", ".join(importers.GRAPH_TASKS))] = None,
+    task: Annotated[Optional[str], typer.Option(help="task for DIMACS graphs: a graph task, e.g. max_clique "
+                                                     "(the tasks whose generator lists dimacs in IMPORTS)")] = None,
     complement: Annotated[bool, typer.Option(help="DIMACS: import the complement graph")] = False,
     optima: Annotated[Optional[Path], typer.Option(help='JSON {name: {"objective", "proven", "source"}}')] = None,
     images: Annotated[bool, typer.Option(help="render pictures")] = True,

@@ -38,7 +38,6 @@ from mmnp.generators.knapsack import MAX_NUMBER  # knapsack weights and values (
 from mmnp.registry import get_task
 from mmnp.task import DEFAULT_TIME_LIMIT, Task
 
-GRAPH_TASKS = ("graph_coloring", "max_clique", "vertex_cover", "min_bisection", "longest_cycle")
 CLASSIC_META = "classic.json"
 
 # What mmnp imports at most, checked before anything is allocated for it. A prompt must stay
@@ -333,6 +332,26 @@ def read_orlib(text: str, where: str, unit_costs: bool = False) -> tuple[str, di
     return "set_cover", {"universe": rows, "subsets": subsets}
 
 
+def accepts(task: str, fmt: str) -> bool:
+    """Whether `task`'s generator module lists `fmt` in its `IMPORTS` (the formats whose data it takes)."""
+    return fmt in getattr(get_task(task).generator, "IMPORTS", ())
+
+
+def tasks_reading(fmt: str) -> list[str]:
+    """The tasks that accept `fmt`, in registry order (a task plug-in that does not load is left out)."""
+    from mmnp.plugins import PluginError
+    from mmnp.registry import task_names
+
+    out = []
+    for name in task_names():
+        try:
+            if accepts(name, fmt):
+                out.append(name)
+        except PluginError:
+            continue  # its own use says why
+    return out
+
+
 def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = False,
               unit_costs: bool = False) -> Published:
     """One file of format `fmt` as a Published instance (no optimum attached)."""
@@ -351,16 +370,17 @@ def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = 
 
 
 def _tsplib_file(text: str, path: Path, task: str | None, complement: bool, unit_costs: bool) -> Published:
-    if task not in (None, "tsp"):
-        raise UsageError(f"--task {task}: TSPLIB files import as tsp")
+    if task is not None and not accepts(task, "tsplib"):
+        raise UsageError(f"--task {task}: TSPLIB files import as one of {', '.join(tasks_reading('tsplib'))}")
     name, data = read_tsplib(text, str(path))
-    return Published("tsp", name, data, path.name)
+    return Published(task or "tsp", name, data, path.name)
 
 
 def _dimacs_file(text: str, path: Path, task: str | None, complement: bool, unit_costs: bool) -> Published:
     where = str(path)
-    if task not in GRAPH_TASKS:
-        raise UsageError(f"{where}: a DIMACS graph serves several tasks; pass --task, one of {', '.join(GRAPH_TASKS)}")
+    if task is None or not accepts(task, "dimacs"):
+        raise UsageError(f"{where}: a DIMACS graph serves several tasks; pass --task, one of "
+                         f"{', '.join(tasks_reading('dimacs'))}")
     n, edges = read_dimacs(text, where, complement)
     return Published(task, path.stem + ("-complement" if complement else ""), {"n": n, "edges": edges}, path.name)
 

@@ -37,7 +37,7 @@ fast as the table alone; only listing, or a name the table lacks, reads the entr
     ALGORITHMS = Registry("mmnp.algorithms", {n: f"mmnp.trainers.algorithms.{n}" for n in files},
                           kind="algorithm")          # a target may be a module ("pkg.mod"): it is imported
     REWARDS = Registry("mmnp.rewards", REWARD_TABLE, kind="reward", check=must_be_callable)
-    TASKS = Registry("mmnp.tasks", {}, kind="task", check=must_be_a_task)  # built-ins stay in mmnp/tasks.py
+    TASKS = Registry("mmnp.tasks", {"tsp": "mmnp", ...}, kind="task", check=binds)  # mmnp/registry.py: a package root
 """
 
 from __future__ import annotations

@@ -1,9 +1,14 @@
 """The task protocol: one generator, verifier and solver module per task, bound by `Task`.
 
 A task `x` is three files with the same name, `generators/x.py`, `verifiers/x.py` and
-`solvers/x.py`, that provide the module-level names in the three Protocols below, and one
-`(name, category, direction)` line in `mmnp/tasks.py`. Everything else (datasets,
-the CLI, metrics, rewards, the conformance tests) works through this class.
+`solvers/x.py` under one package root, that provide the module-level names in the three
+Protocols below, and one line that names it (`mmnp.registry`: mmnp's `BUILTIN` table, or a
+plug-in's `mmnp.tasks` entry point). Everything per task is declared in those files: the
+generator's presets, ladder (`LEVELS`, `mmnp.levels`), transcription form (`TRANSCRIPTION`,
+`mmnp.transcribe`), import formats (`IMPORTS`, `mmnp.importers`), category and picture kinds
+(each `render` names its canvas's kind); the verifier's rules, objective direction and the
+wrong answers that show each rule is checked. Everything else (datasets, the CLI, metrics,
+rewards, the conformance tests) works through this class.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 
 from mmnp import levels
-from mmnp.core import DIFFICULTIES, Instance, Verdict, Violation, content_hash
+from mmnp.core import CATEGORIES, DIFFICULTIES, Instance, Verdict, Violation, content_hash
 from mmnp.errors import UsageError
 from mmnp.parsing import ParseError
 from mmnp.render import DEFAULT_SIZE, GREEN, RED, WHITE, Canvas
@@ -28,10 +33,14 @@ PICTURE_VERSION = 2  # 2: graph drawings with checked invariants, anti-aliased t
 
 
 class GeneratorModule(Protocol):
+    CATEGORY: str  # one of mmnp.core.CATEGORIES
     Config: type  # a frozen dataclass; (lo, hi) tuples are ranges sampled per instance
     PRESETS: Mapping[str, Any]  # difficulty -> Config
     IMAGE_PROMPT: str  # the image modality's text: instruction and answer format only
     VERSION: int  # bumped when the task's instances, prompts or picture change (recorded in every manifest)
+    LEVELS: tuple  # the ladder L1..L10: preset names or Config field overrides (`mmnp.levels`)
+    TRANSCRIPTION: Any  # optional: the perception probe's `mmnp.transcribe.Form`
+    IMPORTS: tuple[str, ...]  # optional: `mmnp import` formats whose data the task takes (e.g. ("dimacs",))
 
     def generate(self, params: dict, rng: np.random.Generator) -> tuple[dict, Any]: ...  # (data, planted)
     def prompt(self, data: dict) -> str: ...
@@ -39,12 +48,14 @@ class GeneratorModule(Protocol):
 
 
 class VerifierModule(Protocol):
+    DIRECTION: str  # "min" or "max": the objective's sense
     VIOLATION_KINDS: Mapping[str, str]  # kind -> what it means
 
     def parse(self, text: str) -> Any: ...  # raises ParseError
     def check(self, data: dict, solution: Any) -> tuple[float | None, list[Violation]]: ...
     def canonical(self, solution: Any) -> Any: ...  # hashable; equal for equivalent solutions
     def format(self, solution: Any) -> str: ...  # the value of an `Answer:` line
+    def wrong_answers(self, instance: Instance) -> list[tuple[str, str]]: ...  # (answer text, kind it violates)
 
 
 class SolverModule(Protocol):
@@ -114,10 +125,30 @@ class Task:
     solver: SolverModule
 
     @classmethod
-    def from_modules(cls, name: str, category: str, direction: str) -> Task:
-        """Bind `mmnp.{generators,verifiers,solvers}.<name>` into a task."""
-        load = lambda layer: importlib.import_module(f"mmnp.{layer}.{name}")  # noqa: E731
-        return cls(name, category, direction, load("generators"), load("verifiers"), load("solvers"))
+    def from_package(cls, name: str, package: str = "mmnp") -> Task:
+        """Bind `<package>.{generators,verifiers,solvers}.<name>` into a task; ValueError saying
+        which module cannot be imported or what it lacks (a plug-in's one line)."""
+        modules = {}
+        for layer, protocol in (("generators", GeneratorModule), ("verifiers", VerifierModule), ("solvers", SolverModule)):
+            where = f"{package}.{layer}.{name}"
+            try:
+                modules[layer] = module = importlib.import_module(where)
+            except Exception as e:  # whatever a task module's import raises: this task's use fails
+                raise ValueError(f"{where} cannot be imported ({type(e).__name__}: {e})") from e
+            missing = [a for a in _required(protocol) if not hasattr(module, a)]
+            if missing:
+                raise ValueError(f"{where} lacks {', '.join(missing)} (see mmnp.task.{protocol.__name__})")
+        generator, verifier = modules["generators"], modules["verifiers"]
+        if generator.CATEGORY not in CATEGORIES:
+            raise ValueError(f"{package}.generators.{name}.CATEGORY is {generator.CATEGORY!r}; "
+                             f"use one of {', '.join(CATEGORIES)}")
+        if verifier.DIRECTION not in ("min", "max"):
+            raise ValueError(f"{package}.verifiers.{name}.DIRECTION is {verifier.DIRECTION!r}; use min or max")
+        try:
+            levels.check_ladder(generator.LEVELS, generator.PRESETS, generator.Config)
+        except ValueError as e:
+            raise ValueError(f"{package}.generators.{name}: {e}") from None
+        return cls(name, generator.CATEGORY, verifier.DIRECTION, generator, verifier, modules["solvers"])
 
     # -- instances --------------------------------------------------------------------
     @property
@@ -271,6 +302,16 @@ class Task:
         verdict = self.verify(instance, answer)
         canvas = self.generator.render(data, size, verdict.solution, tuple(verdict.violations))
         return _with_caption(canvas, verdict).png()
+
+
+_OPTIONAL = {"VERSION", "TRANSCRIPTION", "IMPORTS", "wrong_answers"}  # a task may go without (the suite needs wrong_answers)
+
+
+def _required(protocol: type) -> list[str]:
+    """The names a task module must define: the protocol's, less the optional ones."""
+    names = [n for n in vars(protocol).get("__annotations__", {})] + [
+        n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_")]
+    return [n for n in dict.fromkeys(names) if n not in _OPTIONAL]
 
 
 def _data(instance: Instance | Mapping) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmnp.generators.graphs import neighbour_masks
+from mmnp.kits.graphs import neighbour_masks
 from mmnp.solvers import cpsat
 
 QUICK_NODES = 2_000  # a first branch and bound, enough for small graphs
@@ -132,12 +132,7 @@ def local_search(n: int, masks: list[int], start: list[int], steps: int, target:
     updates = 0
     best = list(start)
     clique = list(start) if start else [int(rng.integers(n))]
-    members = 0
-    for v in clique:
-        members |= 1 << v
-    common = (1 << n) - 1  # vertices adjacent to every member
-    for v in clique:
-        common &= masks[v]
+    members, common = _members_and_common(clique, masks, n)
     picks = rng.integers(0, 1 << 30, size=steps + 2 * n + 2)
     step = improved_at = 0
     while step < steps and step - improved_at < PATIENCE:
@@ -173,21 +168,32 @@ def local_search(n: int, masks: list[int], start: list[int], steps: int, target:
             best, improved_at = list(clique), step
             if len(best) >= target:
                 break
-        for w in clique:
-            penalty[w] += 1
         updates += 1
-        if updates % PENALTY_DELAY == 0:
-            penalty = [p - 1 if p else 0 for p in penalty]
+        penalty = _penalise(clique, penalty, updates)
         v = int(picks[step % len(picks)]) % n  # perturb: a random vertex, with its neighbours kept
         clique = [w for w in clique if masks[v] >> w & 1] + [v] if not members >> v & 1 else [v]
-        members = 0
-        common = (1 << n) - 1
-        for w in clique:
-            members |= 1 << w
-            common &= masks[w]
+        members, common = _members_and_common(clique, masks, n)
         common &= ~members
         step += 1
     return best
+
+
+def _members_and_common(clique: list[int], masks: list[int], n: int) -> tuple[int, int]:
+    """The clique as a bit set, and the vertices adjacent to every member."""
+    members, common = 0, (1 << n) - 1
+    for v in clique:
+        members |= 1 << v
+        common &= masks[v]
+    return members, common
+
+
+def _penalise(clique: list[int], penalty: list[int], updates: int) -> list[int]:
+    """A dead end's members are penalised; every PENALTY_DELAY-th time all penalties decay by one."""
+    for w in clique:
+        penalty[w] += 1
+    if updates % PENALTY_DELAY == 0:
+        penalty = [p - 1 if p else 0 for p in penalty]
+    return penalty
 
 
 def _least(bits: int, penalty: list[int], pick: int) -> int:

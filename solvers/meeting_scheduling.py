@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mmnp.solvers import cpsat
-from mmnp.generators.meetings import hhmm, minutes
+from mmnp.kits.meetings import hhmm, minutes
 
 GRID = 15  # minutes between the random baseline's start times
 ORDERS = 6

@@ -97,22 +97,9 @@ def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patie
     Plain lists, not numpy: a swap touches a few elements and their few holders, where
     numpy's per-call cost would dominate (3-5x slower on OR-Library's scp and clr sets)."""
     m, universe = a.shape
-    rows = [[int(e) for e in np.flatnonzero(a[s])] for s in range(m)]
-    holders = [[int(s) for s in np.flatnonzero(a[:, e])] for e in range(universe)]
-    near: list[set[int]] = [set() for _ in range(m)]  # subsets sharing an element
-    for group in holders:
-        for s in group:
-            near[s].update(group)
-    neighbours = [sorted(x) for x in near]
+    rows, holders, neighbours = _incidence(a)
     weight = [1] * universe
-    chosen = [bool(x) for x in start]
-    count = [0] * universe
-    for s in range(m):
-        if chosen[s]:
-            for e in rows[s]:
-                count[e] += 1
-    score = [-sum(count[e] == 1 for e in rows[s]) if chosen[s] else sum(count[e] == 0 for e in rows[s])
-             for s in range(m)]
+    chosen, count, score = _coverage(rows, start, universe)
     uncovered = {e for e in range(universe) if count[e] == 0}
     inside = {s for s in range(m) if chosen[s]}
     stamp = [0] * m
@@ -125,37 +112,7 @@ def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patie
         return max(options, key=lambda k: (score[k], -stamp[k], -k))
 
     def flip(s: int) -> None:
-        score[s] = -score[s]
-        if chosen[s]:
-            chosen[s] = False
-            inside.discard(s)
-            for e in rows[s]:
-                count[e] -= 1
-                if count[e] == 0:  # left uncovered: every holder would gain it
-                    uncovered.add(e)
-                    for k in holders[e]:
-                        if k != s:
-                            score[k] += weight[e]
-                elif count[e] == 1:  # its one remaining holder would now lose it
-                    for k in holders[e]:
-                        if chosen[k]:
-                            score[k] -= weight[e]
-                            break
-        else:
-            chosen[s] = True
-            inside.add(s)
-            for e in rows[s]:
-                count[e] += 1
-                if count[e] == 1:  # newly covered: no other holder gains it any more
-                    uncovered.discard(e)
-                    for k in holders[e]:
-                        if k != s:
-                            score[k] -= weight[e]
-                elif count[e] == 2:  # its previous sole holder would no longer lose it
-                    for k in holders[e]:
-                        if chosen[k] and k != s:
-                            score[k] += weight[e]
-                            break
+        _flip(s, chosen, inside, uncovered, count, score, weight, rows, holders)
 
     for step in range(1, steps + 1):
         if step - last_better > patience:
@@ -189,6 +146,69 @@ def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patie
     return _mask(best, m)
 
 
+def _incidence(a: np.ndarray) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
+    """Per subset its elements, per element its subsets, per subset those sharing an element with it."""
+    m, universe = a.shape
+    rows = [[int(e) for e in np.flatnonzero(a[s])] for s in range(m)]
+    holders = [[int(s) for s in np.flatnonzero(a[:, e])] for e in range(universe)]
+    near: list[set[int]] = [set() for _ in range(m)]  # subsets sharing an element
+    for group in holders:
+        for s in group:
+            near[s].update(group)
+    return rows, holders, [sorted(x) for x in near]
+
+
+def _coverage(rows: list[list[int]], start: np.ndarray, universe: int) -> tuple[list[bool], list[int], list[int]]:
+    """The start's chosen flags, how often each element is covered, and each subset's score (unit
+    weights: minus the elements only it covers if chosen, else the uncovered elements it holds)."""
+    chosen = [bool(x) for x in start]
+    count = [0] * universe
+    for s, members in enumerate(rows):
+        if chosen[s]:
+            for e in members:
+                count[e] += 1
+    score = [-sum(count[e] == 1 for e in rows[s]) if chosen[s] else sum(count[e] == 0 for e in rows[s])
+             for s in range(len(rows))]
+    return chosen, count, score
+
+
+def _flip(s: int, chosen: list[bool], inside: set[int], uncovered: set[int], count: list[int], score: list[int],
+          weight: list[int], rows: list[list[int]], holders: list[list[int]]) -> None:
+    """Add or remove subset `s`, keeping the counts, the uncovered set and every subset's score
+    (the weight it would gain by entering, or lose by leaving) up to date."""
+    score[s] = -score[s]
+    if chosen[s]:
+        chosen[s] = False
+        inside.discard(s)
+        for e in rows[s]:
+            count[e] -= 1
+            if count[e] == 0:  # left uncovered: every holder would gain it
+                uncovered.add(e)
+                for k in holders[e]:
+                    if k != s:
+                        score[k] += weight[e]
+            elif count[e] == 1:  # its one remaining holder would now lose it
+                for k in holders[e]:
+                    if chosen[k]:
+                        score[k] -= weight[e]
+                        break
+    else:
+        chosen[s] = True
+        inside.add(s)
+        for e in rows[s]:
+            count[e] += 1
+            if count[e] == 1:  # newly covered: no other holder gains it any more
+                uncovered.discard(e)
+                for k in holders[e]:
+                    if k != s:
+                        score[k] -= weight[e]
+            elif count[e] == 2:  # its previous sole holder would no longer lose it
+                for k in holders[e]:
+                    if chosen[k] and k != s:
+                        score[k] += weight[e]
+                        break
+
+
 def _mask(members: set[int], m: int) -> np.ndarray:
     out = np.zeros(m, dtype=bool)
     out[list(members)] = True
@@ -219,30 +239,10 @@ def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int) -> t
     uncovered elements cannot beat the best. Returns the best cover and whether the search
     finished within `nodes` (then it is optimal)."""
     subsets = [sum(1 << (e - 1) for e in members) for members in data["subsets"]]
-    universe = data["universe"]
-    holders = [0] * universe
-    for i, mask in enumerate(subsets):
-        bits = mask
-        while bits:
-            low = bits & -bits
-            holders[low.bit_length() - 1] |= 1 << i
-            bits ^= low
-    full = (1 << universe) - 1
+    holders = _holder_masks(subsets, data["universe"])
+    full = (1 << data["universe"]) - 1
     best = [int(i) for i in np.flatnonzero(start)]
     spent = 0
-
-    def residual_bound(covered: int, allowed: int) -> int:
-        """Uncovered elements no two of which share an allowed subset, rarest first."""
-        blocked, size = 0, 0
-        rest = full & ~covered
-        while rest:
-            low = rest & -rest
-            rest ^= low
-            h = holders[low.bit_length() - 1] & allowed
-            if not h & blocked:
-                blocked |= h
-                size += 1
-        return size
 
     def search(covered: int, allowed: int, picked: list[int]) -> None:
         nonlocal best, spent
@@ -253,15 +253,15 @@ def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int) -> t
             if len(picked) < len(best):
                 best = list(picked)
             return
-        if len(picked) + max(1, residual_bound(covered, allowed)) >= len(best):
+        if len(picked) + max(1, _residual_bound(full & ~covered, allowed, holders)) >= len(best):
             return
-        rest, element, options = full & ~covered, -1, None
+        rest, options = full & ~covered, None
         while rest:
             low = rest & -rest
             rest ^= low
             h = holders[low.bit_length() - 1] & allowed
             if options is None or h.bit_count() < options.bit_count():
-                element, options = low, h
+                options = h
                 if h.bit_count() <= 1:
                     break
         choices = []
@@ -283,6 +283,31 @@ def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int) -> t
     except _Budget:
         return sorted(best), False
     return sorted(best), True
+
+
+def _holder_masks(subsets: list[int], universe: int) -> list[int]:
+    """Per element (bit e-1), the bit set of the subsets holding it."""
+    holders = [0] * universe
+    for i, mask in enumerate(subsets):
+        bits = mask
+        while bits:
+            low = bits & -bits
+            holders[low.bit_length() - 1] |= 1 << i
+            bits ^= low
+    return holders
+
+
+def _residual_bound(rest: int, allowed: int, holders: list[int]) -> int:
+    """Elements of `rest` (the uncovered ones) no two of which share an allowed subset, lowest first."""
+    blocked, size = 0, 0
+    while rest:
+        low = rest & -rest
+        rest ^= low
+        h = holders[low.bit_length() - 1] & allowed
+        if not h & blocked:
+            blocked |= h
+            size += 1
+    return size
 
 
 class _Budget(Exception):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmnp.generators.graphs import neighbour_masks
+from mmnp.kits.graphs import neighbour_masks
 from mmnp.solvers import cpsat
 from mmnp.solvers.max_clique import maximum_clique
 

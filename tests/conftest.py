@@ -16,7 +16,10 @@ os.environ["MMNP_CACHE"] = tempfile.mkdtemp(prefix="mmnp-cache-")  # generated h
 import mmnp  # noqa: E402
 from mmnp.dataset import GenerateSpec, generate_dataset  # noqa: E402
 
-TASK_NAMES = [t.name for t in mmnp.list_tasks()]
+# Every registered task (built-ins and `mmnp.tasks` plug-ins), or those MMNP_TEST_TASKS names
+# (comma-separated): how tests/test_task_plugin.py runs the conformance suite on a plug-in task.
+TASK_NAMES = ([n.strip() for n in os.environ["MMNP_TEST_TASKS"].split(",") if n.strip()]
+              if os.environ.get("MMNP_TEST_TASKS") else [t.name for t in mmnp.list_tasks()])
 
 
 @pytest.fixture(params=TASK_NAMES)
@@ -24,11 +27,17 @@ def task(request):
     return mmnp.get_task(request.param)
 
 
+SMALL_COUNT, SMALL_DIFFICULTIES = 2, ("easy", "medium")  # small_dataset: instances per task and difficulty
+SMALL_PER_DIFFICULTY = SMALL_COUNT * len(TASK_NAMES)  # its instances per difficulty, from the registry
+SMALL_TOTAL = SMALL_PER_DIFFICULTY * len(SMALL_DIFFICULTIES)
+
+
 @pytest.fixture(scope="session")
 def small_dataset(tmp_path_factory) -> Path:
     """Two instances per task and difficulty, with images and exact references."""
     out = tmp_path_factory.mktemp("data") / "bench"
-    spec = GenerateSpec(tasks=tuple(TASK_NAMES), difficulties=("easy", "medium"), count=2, seed=0, time_limit=2.0)
+    spec = GenerateSpec(tasks=tuple(TASK_NAMES), difficulties=SMALL_DIFFICULTIES, count=SMALL_COUNT, seed=0,
+                        time_limit=2.0)
     generate_dataset(out, spec, workers=1)
     return out
 

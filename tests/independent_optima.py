@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmnp.generators.meetings import minutes
+from mmnp.kits.meetings import minutes
 
 
 def tsp_optimum(coords: list[list[int]], rounds: int = 200) -> int | None:

@@ -51,10 +51,12 @@ BROKEN_BACKEND = 'raise RuntimeError("this plug-in is broken on purpose")\n'
 
 def write_distribution(site: Path, dist: str, version: str, modules: dict[str, str],
                        entry_points: dict[str, dict[str, str]]) -> Path:
-    """Install `modules` (name -> source) and a dist-info declaring `entry_points`
+    """Install `modules` (name -> source; a name such as "pkg/sub/mod" is a module inside folders,
+    which Python imports as namespace packages) and a dist-info declaring `entry_points`
     (group -> {name: "module:attr"}) under `site`; returns `site`."""
     site.mkdir(parents=True, exist_ok=True)
     for name, source in modules.items():
+        (site / f"{name}.py").parent.mkdir(parents=True, exist_ok=True)
         (site / f"{name}.py").write_text(source)
     info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
@@ -77,3 +79,18 @@ def broken_site(site: Path) -> Path:
     """A plug-in distribution whose backend module raises on import."""
     return write_distribution(site, "mmnp-broken-plugin", "0.2", {"mmnp_broken_plugin": BROKEN_BACKEND},
                               {"mmnp.backends": {"broken": "mmnp_broken_plugin:Backend"}})
+
+
+# An 11th task from outside mmnp: its three files (tests/plugin_task/, built on mmnp's graph kit)
+# and one entry point, nothing else.
+TASK_FILES = Path(__file__).parent / "plugin_task" / "mmnp_independent_set"
+LAYERS = ("generators", "verifiers", "solvers")
+
+
+def task_site(site: Path, broken: dict[str, str] | None = None, dist: str = "mmnp-independent-set",
+              package: str = "mmnp_independent_set", name: str = "independent_set") -> Path:
+    """A plug-in distribution adding the task `name` (independent_set's three files; `broken`
+    replaces a layer's source, e.g. {"generators": ...})."""
+    sources = {layer: (TASK_FILES / layer / "independent_set.py").read_text() for layer in LAYERS} | (broken or {})
+    modules = {f"{package}/{layer}/{name}": source for layer, source in sources.items()}
+    return write_distribution(site, dist, "0.1", modules, {"mmnp.tasks": {name: package}})

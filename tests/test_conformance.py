@@ -1,5 +1,7 @@
-"""The protocol every registered task must satisfy. Parametrised over the registry, so a
-new task is held to all of it by adding its registration line."""
+"""The protocol every registered task must satisfy. Parametrised over the registry (built-ins and
+`mmnp.tasks` plug-ins; `MMNP_TEST_TASKS=a,b` narrows it), so a new task is held to all of it by
+its three files and its one line. What is per task comes from the task's own modules: the
+wrong answers each verifier declares (`wrong_answers`), the ladder, the transcription form."""
 
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ from hypothesis import strategies as st
 from PIL import Image
 
 import mmnp
+from conftest import TASK_NAMES
 from mmnp.core import CATEGORIES, Instance, Verdict
-from wrong_answers import WRONG_ANSWERS
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
@@ -94,9 +96,10 @@ def test_verify_accepts_the_jsonl_record(task):
 
 
 def test_every_violation_kind_is_detected(task):
-    assert task.name in WRONG_ANSWERS, f"add hand-built wrong answers for {task.name} to tests/wrong_answers.py"
+    assert callable(getattr(task.verifier, "wrong_answers", None)), \
+        f"verifiers/{task.name}.py must declare wrong_answers(instance): a wrong answer per violation kind"
     inst = task.generate("medium", seed=4)
-    cases = WRONG_ANSWERS[task.name](inst)
+    cases = task.verifier.wrong_answers(inst)
     assert {kind for _, kind in cases} == set(task.verifier.VIOLATION_KINDS)
     for text, kind in cases:
         verdict = task.verify(inst, text)
@@ -256,7 +259,7 @@ def test_images_are_valid_pngs_of_the_configured_size(task, size):
 def test_overlay_marks_an_answer(task):
     inst = task.generate("medium", seed=2)
     plain = Image.open(io.BytesIO(task.render(inst)))
-    wrong_text, _ = WRONG_ANSWERS[task.name](inst)[-1]
+    wrong_text, _ = task.verifier.wrong_answers(inst)[-1]
     right = Image.open(io.BytesIO(task.render(inst, answer=task.format_answer(inst.reference["heuristic"]["solution"]))))
     wrong = Image.open(io.BytesIO(task.render(inst, answer=wrong_text)))
     assert right.width == plain.width and right.height > plain.height  # the verdict banner
@@ -268,7 +271,7 @@ def test_overlay_marks_an_answer(task):
 
 # -- pictures: what the record says, and the drawing's invariants --------------------------
 
-GRAPH_TASKS = [t.name for t in mmnp.list_tasks() if "edges" in t.generate("easy", seed=0).data]
+GRAPH_TASKS = [t.name for t in map(mmnp.get_task, TASK_NAMES) if "edges" in t.generate("easy", seed=0).data]
 
 
 def test_picture_record_describes_the_png(task):

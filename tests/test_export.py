@@ -1,4 +1,4 @@
-"""`mmnp export` against the real `datasets` and `pyarrow`: one schema for all ten tasks, images
+"""`mmnp export` against the real `datasets` and `pyarrow`: one schema for every task, images
 decoded, a card the Hub reads, and `load_export` refusing edited rows."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 datasets = pytest.importorskip("datasets", reason="needs the hf extra")
 pq = pytest.importorskip("pyarrow.parquet", reason="needs the hf extra")
 
+from conftest import SMALL_PER_DIFFICULTY, SMALL_TOTAL  # noqa: E402
 from mmnp.dataset import dataset_identity, load_dataset, read_manifest  # noqa: E402
 from mmnp.errors import DataError, UsageError  # noqa: E402
 from mmnp.cli_data import export_command  # noqa: E402
@@ -41,7 +42,7 @@ def test_load_dataset_reads_all_ten_tasks_with_decoded_images(small_dataset, hf_
     ds = datasets.load_dataset(str(hf_export))
     source = {i.id: i for i in load_dataset(small_dataset)}
     assert set(ds) == {"easy", "medium"}
-    assert sum(len(ds[s]) for s in ds) == len(source) == 40
+    assert sum(len(ds[s]) for s in ds) == len(source) == SMALL_TOTAL
     assert {r for s in ds for r in ds[s]["task"]} == {t for t in read_manifest(small_dataset)["counts"]}
     assert isinstance(ds["easy"].features["image"], datasets.Image)
     for split in ds:
@@ -63,7 +64,7 @@ def test_card_header_names_configs_features_license_and_hash(small_dataset, hf_e
         {"split": "easy", "path": "data/easy-*"}, {"split": "medium", "path": "data/medium-*"}]}]
     features = {f["name"]: f["dtype"] for f in header["dataset_info"]["features"]}
     assert features["image"] == "image" and features["seed"] == "int64" and features["instance"] == "string"
-    assert {s["name"]: s["num_examples"] for s in header["dataset_info"]["splits"]} == {"easy": 20, "medium": 20}
+    assert {s["name"]: s["num_examples"] for s in header["dataset_info"]["splits"]} == {"easy": SMALL_PER_DIFFICULTY, "medium": SMALL_PER_DIFFICULTY}
     assert header["mmnp"]["benchmark_hash"] == manifest["benchmark_hash"]
     body = (hf_export / "README.md").read_text()
     assert manifest["benchmark_hash"] in body and "--count 2 --seed 0" in body
@@ -121,8 +122,8 @@ def test_parquet_format_is_one_file_a_split_and_loads_back(small_dataset, tmp_pa
     export_dataset(small_dataset, tmp_path / "p", "parquet", "difficulty")
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == ["easy.parquet", "medium.parquet"]
     frame = pd.read_parquet(tmp_path / "p" / "easy.parquet")
-    assert len(frame) == 20 and frame["image"][0]["bytes"].startswith(b"\x89PNG")
-    assert len(load_export(tmp_path / "p").instances) == 40
+    assert len(frame) == SMALL_PER_DIFFICULTY and frame["image"][0]["bytes"].startswith(b"\x89PNG")
+    assert len(load_export(tmp_path / "p").instances) == SMALL_TOTAL
 
 
 def test_export_is_byte_identical_when_repeated(small_dataset, hf_export, tmp_path):
@@ -262,7 +263,7 @@ def test_push_to_hub_sends_the_decoded_dataset_and_the_card(small_dataset, tmp_p
     monkeypatch.setattr(HfApi, "upload_file", lambda self, **kw: uploads.setdefault(kw["path_in_repo"], kw))
     summary = export_dataset(small_dataset, tmp_path / "x", "hf", push_to_hub="me/mmnp", private=True)
     assert summary["pushed_to"] == "me/mmnp"
-    assert pushed["repo"] == "me/mmnp" and pushed["splits"] == {"easy": 20, "medium": 20}
+    assert pushed["repo"] == "me/mmnp" and pushed["splits"] == {"easy": SMALL_PER_DIFFICULTY, "medium": SMALL_PER_DIFFICULTY}
     assert pushed["kwargs"] == {"private": True} and pushed["image"].height == 768
     (wheel,) = (tmp_path / "x").glob("mmnp-*.whl")
     assert sorted(uploads) == ["README.md", wheel.name]  # the card, and the wheel its install line names
@@ -286,7 +287,7 @@ def test_the_command_writes_and_refuses_in_one_line(small_dataset, tmp_path):
                                  "--split-by", "task"])
     assert result.exit_code == 0, result.output
     assert "rows: tsp 4, graph_coloring 4" in result.output
-    assert len(load_export(tmp_path / "x").instances) == 40
+    assert len(load_export(tmp_path / "x").instances) == SMALL_TOTAL
     bad = runner.invoke(app, ["export", "--data", str(small_dataset), "--out", str(tmp_path / "y"),
                               "--split-by", "colour"])
     assert bad.exit_code == 2 and "--split-by 'colour'" in bad.output and "Traceback" not in bad.output

@@ -14,14 +14,19 @@ import pytest
 import mmnp
 from mmnp.core import Instance
 from mmnp.errors import UsageError
-from mmnp.levels import LEVELS, NAMED, TOP, ladder_rows, level_config, level_of, parse_levels
+from mmnp.levels import NAMED, TOP, check_ladder, ladder, ladder_rows, level_config, level_of, parse_levels
 
 SIZE = {"set_cover": "universe", "meeting_scheduling": "meetings"}
 
 
-def test_every_task_has_a_full_ladder():
-    assert set(LEVELS) == {t.name for t in mmnp.list_tasks()}
-    assert all(len(ladder) == TOP for ladder in LEVELS.values())
+def test_every_task_declares_a_full_ladder(task):
+    """Each task's generator module declares its own ladder; a missing or malformed one is refused."""
+    check_ladder(ladder(task), task.presets, task.generator.Config)
+    assert len(ladder(task)) == TOP
+    with pytest.raises(ValueError, match="10 entries"):
+        check_ladder(ladder(task)[:-1], task.presets, task.generator.Config)
+    with pytest.raises(ValueError, match="no field"):
+        check_ladder(({"no_such_field": 1},) + ladder(task)[1:], task.presets, task.generator.Config)
 
 
 def test_named_levels_are_exactly_the_presets(task):
@@ -85,7 +90,7 @@ def test_unknown_difficulty_names_the_choices():
 
 def test_ladder_rows_cover_every_task_and_level():
     rows = ladder_rows()
-    assert len(rows) == TOP * len(LEVELS)
+    assert len(rows) == TOP * len(mmnp.list_tasks())
     tsp = [r for r in rows if r["task"] == "tsp"]
     assert [r["alias"] for r in tsp[:6]] == ["", "easy", "medium", "hard", "bench", ""]
     assert tsp[4]["params"]["n"] == [45, 55] and "n=45-55" in tsp[4]["text"]

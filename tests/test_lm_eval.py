@@ -19,6 +19,7 @@ pytest.importorskip("tenacity", reason="lm_eval's API models need lm_eval[api]")
 from fake_openai import FakeOpenAI  # noqa: E402
 
 import mmnp  # noqa: E402
+from conftest import SMALL_TOTAL  # noqa: E402
 from mmnp.dataset import load_dataset  # noqa: E402
 from mmnp.errors import UsageError  # noqa: E402
 from mmnp.lm_eval_tasks.utils import load_docs, process_results  # noqa: E402
@@ -68,7 +69,7 @@ def test_harness_scores_equal_mmnp_eval(small_dataset, tmp_path):
                                           str(small_dataset), "--difficulty", "easy,medium",
                                           "--output-path", str(tmp_path / "mmnp")])
         assert result.exit_code == 0, result.output
-    assert asked == len(instances) == 40
+    assert asked == len(instances) == SMALL_TOTAL
     assert server.requests[0]["messages"][-1]["content"] in answers  # the harness sent mmnp's exact prompt
     (lm_file,) = (tmp_path / "lm").rglob("results_*.json")
     lm = json.loads(lm_file.read_text())["results"]
@@ -142,7 +143,7 @@ def test_lmms_eval_image_scores_equal_mmnp_eval(small_dataset, tmp_path):
              "--tasks", "mmnp_image", "--include_path", tasks, "--output_path", str(tmp_path / "lmms")],
             capture_output=True, text=True, timeout=900, cwd=tmp_path, env=dict(os.environ, OPENAI_API_KEY="x"))
         assert harness.returncode == 0, harness.stderr[-3000:]
-        assert server.images_seen == len(instances) == 40
+        assert server.images_seen == len(instances) == SMALL_TOTAL
         result = CliRunner().invoke(app, ["eval", "--model", "openai:fake", "--base-url", server.url, "--data",
                                           str(small_dataset), "--difficulty", "easy,medium", "--modality", "image",
                                           "--output-path", str(tmp_path / "mmnp")])

@@ -178,7 +178,7 @@ def _brute_clique(n: int, edges: list[list[int]]) -> int:
 
 
 def test_clique_branch_and_bound_is_exact_and_its_bound_holds_when_stopped():
-    from mmnp.generators.graphs import neighbour_masks
+    from mmnp.kits.graphs import neighbour_masks
     from mmnp.solvers.max_clique import CliqueSearch
 
     rng = np.random.default_rng(1)
@@ -200,7 +200,7 @@ def test_the_local_searches_alone_reach_published_optima():
     """DLS-MC (no branch and bound) finds brock200_4's hidden 17-clique, which greedy growth
     misses; RWLS takes OR-Library scp41 (unit costs) from the greedy 41 subsets to the best
     known 38."""
-    from mmnp.generators.graphs import neighbour_masks
+    from mmnp.kits.graphs import neighbour_masks
     from mmnp.importers import classic_instances
     from mmnp.solvers import max_clique, set_cover
 

@@ -14,6 +14,7 @@ import yaml
 datasets = pytest.importorskip("datasets", reason="needs the hf extra")
 
 import mmnp  # noqa: E402
+from conftest import SMALL_PER_DIFFICULTY  # noqa: E402
 from mmnp.dataset import load_dataset  # noqa: E402
 from mmnp.errors import UsageError  # noqa: E402
 from mmnp.export import export_dataset  # noqa: E402
@@ -73,7 +74,7 @@ def test_verl_export_is_a_stratified_train_test_split(small_dataset, verl_export
     parts = {s: datasets.load_dataset("parquet", data_files=str(verl_export / f"{s}.parquet"))["train"]
              for s in ("train", "test")}
     ids = {s: [r["extra_info"]["id"] for r in parts[s]] for s in parts}
-    assert len(ids["train"]) == len(ids["test"]) == 20 and not set(ids["train"]) & set(ids["test"])
+    assert len(ids["train"]) == len(ids["test"]) == SMALL_PER_DIFFICULTY and not set(ids["train"]) & set(ids["test"])
     assert {(source[i].task, source[i].difficulty) for i in ids["test"]} == {(i.task, i.difficulty) for i in source.values()}
     for split, part in parts.items():
         for index, row in enumerate(part):
@@ -129,7 +130,7 @@ def test_verls_rlhf_dataset_reads_the_image_export(small_dataset, verl_export, t
     config = OmegaConf.create({"prompt_key": "prompt", "image_key": "images", "max_prompt_length": 100000,
                                "filter_overlong_prompts": False, "cache_dir": str(tmp_path / "cache")})
     ds = RLHFDataset([str(verl_export / "test.parquet")], processor.tokenizer, config, processor)
-    assert len(ds) == 20
+    assert len(ds) == SMALL_PER_DIFFICULTY
     source = {i.id: i for i in load_dataset(small_dataset)}
     for k in (0, 7, 19):
         item = ds[k]

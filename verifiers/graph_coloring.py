@@ -3,11 +3,12 @@ objective = number of distinct colours."""
 
 from __future__ import annotations
 
-from mmnp.generators.answers import as_mapping
+from mmnp.kits.answers import as_mapping
 
-from mmnp.core import Violation, edge_str, violation
+from mmnp.core import Instance, Violation, edge_str, violation
 from mmnp.parsing import ParseError, as_int, read_list
 
+DIRECTION = "min"  # the objective is minimised
 VIOLATION_KINDS = {
     "unknown_vertex": "a colour given for a vertex that does not exist",
     "repeated_vertex": "a vertex given two colours",
@@ -76,3 +77,18 @@ def canonical(solution: list) -> tuple[int, ...]:
 
 def format(solution: list) -> str:
     return str(list(solution))
+
+
+def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
+    """Hand-built wrong answers to `inst`, each with the violation kind it must raise: the conformance
+    suite checks that every kind in VIOLATION_KINDS is caught."""
+    colours = inst.reference["heuristic"]["solution"]
+    n = len(colours)
+    pairs = [[v, c] for v, c in enumerate(colours)]
+    return [
+        (f"Answer: {pairs + [[n, 1]]}", "unknown_vertex"),
+        (f"Answer: {pairs + [[0, colours[0]]]}", "repeated_vertex"),
+        (f"Answer: {colours[:-1]}", "missing_vertex"),
+        (f"Answer: {[0] + colours[1:]}", "invalid_colour"),
+        (f"Answer: {[1] * n}", "conflict"),
+    ]

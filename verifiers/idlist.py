@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from mmnp.core import Violation, id_check, violation
-from mmnp.generators.answers import halves
+from mmnp.kits.answers import halves
 from mmnp.parsing import ParseError, as_int, parse_int_list, read_list
 
 

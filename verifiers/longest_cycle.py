@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from mmnp.core import Violation, edge_str, id_check, prepared, violation
+from mmnp.core import Instance, Violation, edge_str, id_check, prepared, violation
 from mmnp.parsing import parse_cycle
 from mmnp.verifiers.tsp import canonical as _cycle_canonical
 
+DIRECTION = "max"  # the objective is maximised
 VIOLATION_KINDS = {
     "unknown_vertex": "an id that is not a vertex",
     "repeated_vertex": "a vertex visited more than once",
@@ -41,3 +42,18 @@ def canonical(cycle: list[int]) -> tuple[int, ...]:
 
 def format(cycle: list[int]) -> str:
     return str(list(cycle))
+
+
+def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
+    """Hand-built wrong answers to `inst`, each with the violation kind it must raise: the conformance
+    suite checks that every kind in VIOLATION_KINDS is caught."""
+    cycle = inst.reference["heuristic"]["solution"]
+    n = inst.data["n"]
+    edges = {tuple(e) for e in inst.data["edges"]}
+    a = next(v for v in range(1, n) if (0, v) not in edges)  # a non-neighbour of 0
+    return [
+        (f"Answer: {cycle[:-1] + [n]}", "unknown_vertex"),
+        (f"Answer: {cycle + [cycle[1]]}", "repeated_vertex"),
+        (f"Answer: {cycle[:2]}", "too_short"),
+        (f"Answer: [0, {a}, {cycle[1]}]", "missing_edge"),
+    ]

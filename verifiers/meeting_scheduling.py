@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from mmnp.core import Violation, prepared, violation
-from mmnp.generators.meetings import hhmm, minutes
+from mmnp.core import Instance, Violation, prepared, violation
+from mmnp.kits.meetings import hhmm, minutes
 from mmnp.parsing import ParseError, as_int, read_answer
 
+DIRECTION = "max"  # the objective is maximised
 VIOLATION_KINDS = {
     "unknown_meeting": "an id that is not a meeting",
     "unknown_room": "an id that is not a room",
@@ -63,37 +64,55 @@ def parse(text: str) -> list[list]:
 
 
 def check(data: dict, schedule: list[list]) -> tuple[float | None, list[Violation]]:
+    meetings = data["meetings"]
+    found, placed = _place(data, schedule)
+    found["room_conflict"], found["attendee_conflict"] = _clashes(placed, meetings)
+    violations = _violations(data, found)
+    if violations:
+        return None, violations
+    return sum(len(meetings[m]["attendees"]) for m, _, _, _ in placed), []
+
+
+def _place(data: dict, schedule: list[list]) -> tuple[dict[str, list], list[tuple[int, int, int, int]]]:
+    """Each entry's own faults by kind (unknown ids, repeats, outside the day, an attendee away,
+    a room too small) and the placed meetings as (meeting, room, start, end)."""
     people, rooms, meetings = data["people"], data["rooms"], data["meetings"]
     day_start, day_end = (minutes(t) for t in data["day"])
-    unknown_m, unknown_r, repeated, outside, unavailable, over = [], [], [], [], [], []
-    placed: list[tuple[int, int, int, int]] = []  # (meeting, room, start, end)
+    found: dict[str, list] = {kind: [] for kind in ("unknown_meeting", "unknown_room", "repeated_meeting",
+                                                    "outside_day", "unavailable_attendee", "over_capacity")}
+    placed: list[tuple[int, int, int, int]] = []
     seen: set[int] = set()
     windows = prepared(people, "windows", lambda ps: [[(minutes(a), minutes(b)) for a, b in p["available"]]
                                                        for p in ps])
     for m, r, start in schedule:
         if not 0 <= m < len(meetings):
-            unknown_m.append(m)
+            found["unknown_meeting"].append(m)
             continue
         if not 0 <= r < len(rooms):
-            unknown_r.append(r)
+            found["unknown_room"].append(r)
             continue
         if m in seen:
-            repeated.append(m)
+            found["repeated_meeting"].append(m)
             continue
         seen.add(m)
         s = minutes(start)
         e = s + meetings[m]["duration"]
         placed.append((m, r, s, e))
         if s < day_start or e > day_end:
-            outside.append((m, s, e))
+            found["outside_day"].append((m, s, e))
         for p in meetings[m]["attendees"]:
             for a, b in windows[p]:
                 if a <= s and e <= b:
                     break
             else:
-                unavailable.append((m, p, s, e))
+                found["unavailable_attendee"].append((m, p, s, e))
         if len(meetings[m]["attendees"]) > rooms[r]["capacity"]:
-            over.append((m, r))
+            found["over_capacity"].append((m, r))
+    return found, placed
+
+
+def _clashes(placed: list[tuple[int, int, int, int]], meetings: list[dict]) -> tuple[list, list]:
+    """Overlapping placed meetings that share a room, or an attendee (sorts `placed` by start)."""
     room_clash, person_clash = [], []
     placed.sort(key=lambda x: x[2])
     for i, (m1, r1, s1, e1) in enumerate(placed):
@@ -106,34 +125,31 @@ def check(data: dict, schedule: list[list]) -> tuple[float | None, list[Violatio
                     room_clash.append((r1, m1, m2, *overlap))
                 for p in set(meetings[m1]["attendees"]) & set(meetings[m2]["attendees"]):
                     person_clash.append((p, m1, m2, *overlap))
+    return room_clash, person_clash
+
+
+def _violations(data: dict, found: dict[str, list]) -> list[Violation]:
+    """The violations, in VIOLATION_KINDS order, of the kinds `found` holds offenders of."""
+    people, rooms, meetings = data["people"], data["rooms"], data["meetings"]
     name = lambda p: people[p]["name"]  # noqa: E731
     span = lambda s, e: f"{hhmm(s)}-{hhmm(e)}"  # noqa: E731
-    violations = []
-    if unknown_m:
-        violations.append(violation("unknown_meeting", f"not meeting ids (meetings are 0..{len(meetings) - 1})", unknown_m))
-    if unknown_r:
-        violations.append(violation("unknown_room", f"not room ids (rooms are 0..{len(rooms) - 1})", unknown_r))
-    if repeated:
-        violations.append(violation("repeated_meeting", "meetings scheduled more than once", repeated))
-    if outside:
-        violations.append(violation("outside_day", f"meetings outside the day {data['day'][0]}-{data['day'][1]}",
-                                    outside, fmt=lambda x: f"meeting {x[0]} at {span(x[1], x[2])}"))
-    if unavailable:
-        violations.append(violation("unavailable_attendee", "attendees not available for their meeting", unavailable,
-                                    fmt=lambda x: f"{name(x[1])} for meeting {x[0]} at {span(x[2], x[3])}"))
-    if over:
-        violations.append(violation("over_capacity", "rooms too small for their meeting", over,
-                                    fmt=lambda x: f"meeting {x[0]} has {len(meetings[x[0]]['attendees'])} attendees, "
-                                                  f"room {x[1]} seats {rooms[x[1]]['capacity']}"))
-    if room_clash:
-        violations.append(violation("room_conflict", "rooms booked twice at once", room_clash,
-                                    fmt=lambda x: f"room {x[0]} holds meetings {x[1]} and {x[2]} at {span(x[3], x[4])}"))
-    if person_clash:
-        violations.append(violation("attendee_conflict", "attendees double-booked", person_clash,
-                                    fmt=lambda x: f"{name(x[0])} in meetings {x[1]} and {x[2]} at {span(x[3], x[4])}"))
-    if violations:
-        return None, violations
-    return sum(len(meetings[m]["attendees"]) for m, _, _, _ in placed), []
+    described = (
+        ("unknown_meeting", f"not meeting ids (meetings are 0..{len(meetings) - 1})", str),
+        ("unknown_room", f"not room ids (rooms are 0..{len(rooms) - 1})", str),
+        ("repeated_meeting", "meetings scheduled more than once", str),
+        ("outside_day", f"meetings outside the day {data['day'][0]}-{data['day'][1]}",
+         lambda x: f"meeting {x[0]} at {span(x[1], x[2])}"),
+        ("unavailable_attendee", "attendees not available for their meeting",
+         lambda x: f"{name(x[1])} for meeting {x[0]} at {span(x[2], x[3])}"),
+        ("over_capacity", "rooms too small for their meeting",
+         lambda x: f"meeting {x[0]} has {len(meetings[x[0]]['attendees'])} attendees, "
+                   f"room {x[1]} seats {rooms[x[1]]['capacity']}"),
+        ("room_conflict", "rooms booked twice at once",
+         lambda x: f"room {x[0]} holds meetings {x[1]} and {x[2]} at {span(x[3], x[4])}"),
+        ("attendee_conflict", "attendees double-booked",
+         lambda x: f"{name(x[0])} in meetings {x[1]} and {x[2]} at {span(x[3], x[4])}"),
+    )
+    return [violation(kind, what, found[kind], fmt=fmt) for kind, what, fmt in described if found[kind]]
 
 
 def canonical(schedule: list[list]) -> tuple[tuple, ...]:
@@ -142,3 +158,41 @@ def canonical(schedule: list[list]) -> tuple[tuple, ...]:
 
 def format(schedule: list[list]) -> str:
     return "[" + ", ".join(f'({m}, {r}, "{s}")' for m, r, s in sorted(schedule)) + "]"
+
+
+def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
+    """Hand-built wrong answers to `inst`, each with the violation kind it must raise: the conformance
+    suite checks that every kind in VIOLATION_KINDS is caught."""
+    data = inst.data
+    meetings, rooms, people = data["meetings"], data["rooms"], data["people"]
+    day0, day1 = (minutes(t) for t in data["day"])
+    fmt = lambda entries: "Answer: [" + ", ".join(f'({m}, {r}, "{hhmm(s)}")' for m, r, s in entries) + "]"  # noqa: E731
+    windows = lambda p: [(minutes(a), minutes(b)) for a, b in people[p]["available"]]  # noqa: E731
+
+    def free_start(m: int) -> int:
+        dur = meetings[m]["duration"]
+        return next(s for s in range(day0, day1 - dur + 1, 30)
+                    if all(any(a <= s and s + dur <= b for a, b in windows(p)) for p in meetings[m]["attendees"]))
+
+    big = max(range(len(rooms)), key=lambda r: rooms[r]["capacity"])
+    small = min(range(len(rooms)), key=lambda r: rooms[r]["capacity"])
+    other = next(r for r in range(len(rooms)) if r != big)
+    m0 = inst.reference["planted"]["solution"][0][0]  # a meeting that can be placed
+    s0 = free_start(m0)
+    m1 = next(m for m in range(len(meetings)) if m != m0)
+    # a meeting starting right when one of its attendees' windows closes
+    late = next((m, b) for m in range(len(meetings)) for p in meetings[m]["attendees"]
+                for _, b in windows(p) if b < day1)
+    crowded = next(m for m in range(len(meetings)) if len(meetings[m]["attendees"]) > rooms[small]["capacity"])
+    a, b = next((a, b) for a in range(len(meetings)) for b in range(a + 1, len(meetings))
+                if set(meetings[a]["attendees"]) & set(meetings[b]["attendees"]))
+    return [
+        (fmt([(len(meetings), big, s0)]), "unknown_meeting"),
+        (fmt([(m0, len(rooms), s0)]), "unknown_room"),
+        (fmt([(m0, big, s0), (m0, big, s0)]), "repeated_meeting"),
+        (fmt([(m0, big, day1 - meetings[m0]["duration"] + 30)]), "outside_day"),
+        (fmt([late[:1] + (big, late[1])]), "unavailable_attendee"),
+        (fmt([(crowded, small, free_start(crowded))]), "over_capacity"),
+        (fmt([(m0, big, s0), (m1, big, s0)]), "room_conflict"),
+        (fmt([(a, big, free_start(a)), (b, other, free_start(a))]), "attendee_conflict"),
+    ]

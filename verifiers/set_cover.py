@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from mmnp.core import Violation, id_check, violation
+from mmnp.core import Instance, Violation, id_check, violation
 from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
+DIRECTION = "min"  # the objective is minimised
 VIOLATION_KINDS = {
     "unknown_subset": "an id that is not a subset",
     "repeated_subset": "a subset chosen more than once",
@@ -24,3 +25,15 @@ def check(data: dict, chosen: list[int]) -> tuple[float | None, list[Violation]]
     if violations:
         return None, violations
     return len(chosen), []
+
+
+def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
+    """Hand-built wrong answers to `inst`, each with the violation kind it must raise: the conformance
+    suite checks that every kind in VIOLATION_KINDS is caught."""
+    chosen = inst.reference["heuristic"]["solution"]
+    m = len(inst.data["subsets"])
+    return [
+        (f"Answer: {chosen + [m]}", "unknown_subset"),
+        (f"Answer: {chosen + [chosen[0]]}", "repeated_subset"),
+        (f"Answer: {chosen[1:]}", "uncovered_element"),
+    ]

@@ -3,9 +3,10 @@ objective = number of chosen numbers."""
 
 from __future__ import annotations
 
-from mmnp.core import Violation, id_check
+from mmnp.core import Instance, Violation, id_check
 from mmnp.verifiers.idlist import canonical, format, parser  # noqa: F401 (the verifier protocol)
 
+DIRECTION = "max"  # the objective is maximised
 VIOLATION_KINDS = {
     "unknown_index": "an index that is not a number's",
     "repeated_index": "an index chosen more than once",
@@ -25,3 +26,15 @@ def check(data: dict, chosen: list[int]) -> tuple[float | None, list[Violation]]
     if violations:
         return None, violations
     return len(chosen), []
+
+
+def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
+    """Hand-built wrong answers to `inst`, each with the violation kind it must raise: the conformance
+    suite checks that every kind in VIOLATION_KINDS is caught."""
+    chosen = inst.reference["heuristic"]["solution"]
+    n = len(inst.data["numbers"])
+    return [
+        (f"Answer: {chosen + [n]}", "unknown_index"),
+        (f"Answer: {chosen + [chosen[0]]}", "repeated_index"),
+        (f"Answer: {chosen[1:]}", "wrong_sum"),
+    ]

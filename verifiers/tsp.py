@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
-from mmnp.core import Violation, id_check, violation
+from mmnp.core import Instance, Violation, id_check, violation
 from mmnp.parsing import parse_cycle
 
+DIRECTION = "min"  # the objective is minimised
 VIOLATION_KINDS = {
     "unknown_city": "an id that is not a city",
     "repeated_city": "a city visited more than once",
@@ -49,3 +50,15 @@ def canonical(tour: list[int]) -> tuple[int, ...]:
 
 def format(tour: list[int]) -> str:
     return str(list(tour))
+
+
+def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
+    """Hand-built wrong answers to `inst`, each with the violation kind it must raise: the conformance
+    suite checks that every kind in VIOLATION_KINDS is caught."""
+    tour = inst.reference["heuristic"]["solution"]
+    n = len(tour)
+    return [
+        (f"Answer: {tour[:-1] + [n]}", "unknown_city"),
+        (f"Answer: {tour[:-1] + [tour[1]]}", "repeated_city"),
+        (f"Answer: {tour[:-1]}", "missing_city"),
+    ]

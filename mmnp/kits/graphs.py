@@ -6,7 +6,7 @@ import numpy as np
 
 from mmnp.core import Violation
 from mmnp.render import ORANGE, Canvas, draw_graph, graph_canvas
-
+from mmnp.transcribe import Form, as_int, as_list, scalar
 
 GRAPH_IMAGE = (
     "The image shows an undirected graph; each circle is a vertex labelled with its id, each line an edge "
@@ -65,3 +65,26 @@ def neighbour_masks(data: dict) -> list[int]:
         masks[u] |= 1 << v
         masks[v] |= 1 << u
     return masks
+
+
+# -- transcription (the perception probe, `mmnp.transcribe`): {"n": 12, "edges": [[0, 1], ...]};
+# fields n (right or wrong) and edges (F1 over unordered vertex pairs)
+
+def _transcription(data: dict) -> dict:
+    return {"n": data["n"], "edges": sorted([min(u, v), max(u, v)] for u, v in data["edges"])}
+
+
+def _transcription_facts(t: dict) -> dict[str, set]:
+    edges = set()
+    for e in as_list(t.get("edges")):
+        if isinstance(e, list) and len(e) == 2:
+            u, v = as_int(e[0]), as_int(e[1])
+            if u is not None and v is not None and u != v:
+                edges.add((min(u, v), max(u, v)))
+    return {"n": scalar(t.get("n")), "edges": edges}
+
+
+GRAPH_TRANSCRIPTION = Form(
+    _transcription, _transcription_facts,
+    '{"n": <number of vertices>, "edges": [[<smaller vertex>, <larger vertex>], ...]}  (vertices numbered '
+    '0..n-1; each edge once)')
