@@ -22,8 +22,10 @@ from mmnp.trainers.base import length_normalised  # noqa: E402
 
 
 def varied_reward(prompts, completions, **columns):
-    """Rewards in {0, 1, 2} that vary within a group (a function of the completion's text)."""
-    return [float(len(completion_text(c)) % 3) for c in completions]
+    """Rewards that vary within every group whatever the model samples: a function of the
+    completion's text plus half a point on every other completion (a group's members are
+    consecutive in the batch)."""
+    return [len(completion_text(c)) % 3 + 0.5 * (i % 2) for i, c in enumerate(completions)]
 
 
 def binary_reward(prompts, completions, **columns):
