@@ -190,7 +190,7 @@ def test_a_checkpoint_of_another_run_is_refused():
 
 
 def test_wrap_reward_counts_feasible_completions_per_task_and_level():
-    from mmnp.rewards import quality_reward
+    from mmnp.trainers.rewards import quality_reward
 
     c = Curriculum("knapsack,subset_sum", adaptive(curriculum_start=2))
     row = CurriculumStream(c).row(0)
@@ -228,7 +228,7 @@ def test_grpo_trainer_run_changes_a_level(tiny_text, tmp_path):
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from mmnp.rewards import shaped_reward
+    from mmnp.trainers.rewards import shaped_reward
 
     spec = CurriculumSpec("adaptive", curriculum_start=3, curriculum_window=4, curriculum_raise_at=0.5,
                           curriculum_lower_at=0.49)

@@ -42,7 +42,7 @@ from mmnp.dataset import SEED_STRIDE, instance_id
 from mmnp.errors import UsageError
 from mmnp.levels import TOP, level_name
 from mmnp.registry import get_task, resolve_tasks
-from mmnp.rewards import COLUMN, record_payload, score
+from mmnp.trainers.rewards import COLUMN, record_payload, score
 
 SCHEDULES = ("fixed", "linear", "adaptive")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from mmnp.errors import UsageError
-from mmnp.rewards import REWARDS
+from mmnp.trainers.rewards import get_reward
 from mmnp.trainers.spec import TrainSpec
 
 
@@ -77,7 +77,7 @@ def build_trainer(spec: TrainSpec, console=None):
     config = config_class(**config_values, **spec.options, bf16=bf16, seed=spec.seed,
                           use_cpu=not torch.cuda.is_available(), save_strategy="steps", log_completions=False,
                           remove_unused_columns=False, **({"shuffle_dataset": False} if schedule else {}))
-    reward = REWARDS[spec.reward]
+    reward = get_reward(spec.reward)
     callbacks = [MetricsLog(spec.output_dir, console, trainer_class.display_metrics)]
     if schedule is None:
         dataset = train_dataset(spec.tasks, spec.difficulty.split(","), spec.count, spec.seed, spec.modality,
