@@ -59,7 +59,8 @@ def build_trainer(spec: TrainSpec, console=None):
 
     from mmnp.evaluation.models import load_processor
     from mmnp.trainers.algorithms import get_algorithm
-    from mmnp.trainers.curriculum import Curriculum, CurriculumCallback, curriculum_spec
+    from mmnp.trainers.curriculum import Curriculum, curriculum_spec
+    from mmnp.trainers.curriculum_callback import CurriculumCallback
     from mmnp.trainers.data import parse_params, train_dataset
 
     spec.validate()
