@@ -26,13 +26,13 @@ PLUGIN_MODULES = ("mmnp_toy_algorithm", "mmnp_toy_reward", "mmnp_broken_training
 
 @pytest.fixture
 def sites(tmp_path, monkeypatch) -> tuple[Path, Path]:
-    """The working and the broken training plug-ins, on sys.path for this test only."""
+    """The working and the broken training plug-ins, on sys.path for this test only. Their modules
+    stay imported afterwards, as in a user's process: the registries keep the classes they loaded,
+    and a checkpoint pickles the plug-in's config class by its module's name."""
     good, bad = toy_training_site(tmp_path / "good"), broken_training_site(tmp_path / "bad")
     for site in (good, bad):
         monkeypatch.syspath_prepend(str(site))
-    yield good, bad
-    for name in PLUGIN_MODULES:
-        sys.modules.pop(name, None)
+    return good, bad
 
 
 def _flat(text: str) -> str:
