@@ -51,7 +51,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model = args.model
         if model is None:
-            from mmnp.tiny_model import write_tiny_model
+            from mmnp.trainers.tiny_model import write_tiny_model
 
             model = str(write_tiny_model(Path(tmp) / "tiny", warm_steps=100))
         proposal = args.proposal or model

@@ -27,7 +27,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 import mmnp
-from mmnp.rewards import REWARDS, record_payload
+from mmnp.trainers.rewards import get_reward, record_payload, reward_names
 from mmnp.trainers.spec import TrainSpec
 from mmnp.trainers.train import build_trainer
 
@@ -110,7 +110,8 @@ def reward_throughput(n_instances: int = 200) -> dict[str, float]:
                 completions.append(text)
                 payloads.append(payload)
     out = {}
-    for name, fn in REWARDS.items():
+    for name in reward_names():  # every registered reward, plug-ins included
+        fn = get_reward(name)
         fn(None, completions, payloads)  # warm the row cache, as the G samples of a prompt do
         start = time.perf_counter()
         repeats = 5
@@ -132,7 +133,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.verifications:
         with tempfile.TemporaryDirectory() as tmp:
-            from mmnp.tiny_model import write_tiny_model
+            from mmnp.trainers.tiny_model import write_tiny_model
 
             model = args.model or str(write_tiny_model(Path(tmp) / "tiny", warm_steps=100))
             for algo, n in verifications_per_completion(model).items():
@@ -146,7 +147,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model = args.model
         if model is None:
-            from mmnp.tiny_model import write_tiny_model
+            from mmnp.trainers.tiny_model import write_tiny_model
 
             model = str(write_tiny_model(Path(tmp) / "tiny", warm_steps=100))
         for forced, length in ((False, 64), (True, args.completion_length)):

@@ -61,7 +61,7 @@ def main() -> None:
     from multi_answer import ANSWERS, REWARDS, SETTINGS, START, a_share, boltzmann, kl, start_model, train
     from transformers.utils import logging
 
-    from mmnp.tiny_model import write_tiny_model
+    from mmnp.trainers.tiny_model import write_tiny_model
 
     logging.set_verbosity_error()
     logging.disable_progress_bar()

@@ -11,7 +11,7 @@ its checkpoints every --save-steps, each evaluation) is kept in --out and skippe
 resumed when the command runs again. Sized for a shared 2-core machine (one thread, about
 45 CPU-minutes; `--quick` for a smoke run).
 
-Setting: a tiny Qwen2-style model (`mmnp.tiny_model`, 4 layers of width 96, tokenizer
+Setting: a tiny Qwen2-style model (`mmnp.trainers.tiny_model`, 4 layers of width 96, tokenizer
 trained here) on subset sum with 6 numbers of value 1 to 3 (`--params n=6,max_value=3`):
 choose numbers that hit the target exactly, as many as possible. Most instances have
 several optimal answers (about 5 on average, enumerated here over all 64 subsets), which is
@@ -108,7 +108,7 @@ def evaluate(model_dir: str, held_out, k: int, pass_k: int, max_new_tokens: int,
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
     from mmnp.registry import get_task
-    from mmnp.rewards import record_payload, score
+    from mmnp.trainers.rewards import record_payload, score
 
     tok = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
@@ -391,7 +391,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     logging.set_verbosity_error()
     logging.disable_progress_bar()
-    from mmnp.tiny_model import write_tiny_model
+    from mmnp.trainers.tiny_model import write_tiny_model
     from mmnp.trainers.sft import SFTSpec, sft
 
     began = time.process_time()

@@ -53,7 +53,7 @@ def export_command(
     split_by: str = typer.Option("difficulty", "--split-by", help=", ".join(export.SPLIT_BY)
                                  + " (none: one 'test' split)."),
     modality: str = typer.Option("text", help="verl only: text prompts, or image prompts with the PNG."),
-    reward: str = typer.Option("quality", help="verl only: reward shape (quality, feasible, shaped)."),
+    reward: str = typer.Option("quality", help="verl only: a reward's name, as for mmnp train --reward (its help lists them)."),
     test_fraction: float = typer.Option(0.1, help="verl only: share of each task x difficulty in test.parquet."),
     push_to_hub: Optional[str] = typer.Option(None, "--push-to-hub", help="Also upload to this Hub dataset repo "
                                                                           "(owner/name); needs `hf` format."),

@@ -226,7 +226,7 @@ def _write_verl(folder: Path, instances: list[Instance], png: Png, meta: dict, o
     and the same whatever the order of the rows)."""
     from datasets import Dataset
 
-    from mmnp.rewards.verl import to_verl_row
+    from mmnp.trainers.rewards.verl import to_verl_row
 
     groups: dict[tuple[str, str], list[Instance]] = {}
     for inst in instances:

@@ -46,7 +46,7 @@ def small_dataset(tmp_path_factory) -> Path:
 def tiny_text(tmp_path_factory) -> Path:
     """A tiny Qwen2 text model, warm-started so its answers parse now and then."""
     pytest.importorskip("torch", reason="needs the train extra")
-    from mmnp.tiny_model import write_tiny_model
+    from mmnp.trainers.tiny_model import write_tiny_model
 
     return write_tiny_model(tmp_path_factory.mktemp("tiny") / "text", warm_steps=100)
 
@@ -55,6 +55,6 @@ def tiny_text(tmp_path_factory) -> Path:
 def tiny_vlm(tmp_path_factory) -> Path:
     """A tiny Qwen2-VL vision-language model (processor and all), warm-started likewise."""
     pytest.importorskip("torch", reason="needs the train extra")
-    from mmnp.tiny_model import write_tiny_model
+    from mmnp.trainers.tiny_model import write_tiny_model
 
     return write_tiny_model(tmp_path_factory.mktemp("tiny") / "vlm", vision=True, warm_steps=100)

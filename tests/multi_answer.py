@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from mmnp.rewards import completion_text
+from mmnp.trainers.rewards import completion_text
 
 PROMPT = "Answer with one letter:"
 ANSWERS = ("A", "B", "C", "D")

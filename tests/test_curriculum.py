@@ -10,8 +10,7 @@ import pytest
 
 from mmnp.errors import UsageError
 from mmnp.registry import get_task
-from mmnp.trainers.curriculum import (Curriculum, CurriculumCallback, CurriculumSpec, CurriculumStream,
-                                      curriculum_spec)
+from mmnp.trainers.curriculum import Curriculum, CurriculumSpec, CurriculumStream, curriculum_spec
 
 
 def adaptive(**kw) -> CurriculumSpec:
@@ -190,7 +189,7 @@ def test_a_checkpoint_of_another_run_is_refused():
 
 
 def test_wrap_reward_counts_feasible_completions_per_task_and_level():
-    from mmnp.rewards import quality_reward
+    from mmnp.trainers.rewards import quality_reward
 
     c = Curriculum("knapsack,subset_sum", adaptive(curriculum_start=2))
     row = CurriculumStream(c).row(0)
@@ -209,6 +208,9 @@ def test_wrap_reward_counts_feasible_completions_per_task_and_level():
 def test_callback_state_round_trip_as_transformers_restores_it():
     """transformers rebuilds an ExportableState callback as type(cb)(**args) and sets its
     attributes: that must restore the live curriculum the new run built."""
+    pytest.importorskip("transformers")
+    from mmnp.trainers.curriculum_callback import CurriculumCallback
+
     c = Curriculum("tsp", adaptive(), name="roundtrip")
     feed(c, "tsp", [True] * 10)
     c.step(1)
@@ -228,7 +230,8 @@ def test_grpo_trainer_run_changes_a_level(tiny_text, tmp_path):
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from mmnp.rewards import shaped_reward
+    from mmnp.trainers.curriculum_callback import CurriculumCallback
+    from mmnp.trainers.rewards import shaped_reward
 
     spec = CurriculumSpec("adaptive", curriculum_start=3, curriculum_window=4, curriculum_raise_at=0.5,
                           curriculum_lower_at=0.49)

@@ -335,7 +335,7 @@ def test_importing_mmnp_export_stays_light():
     import subprocess
     import sys
 
-    code = "import sys, mmnp.export, mmnp.rewards.verl; print(any(m in sys.modules for m in ('datasets', 'pyarrow')))"
+    code = "import sys, mmnp.export, mmnp.trainers.rewards.verl; print(any(m in sys.modules for m in ('datasets', 'pyarrow')))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 

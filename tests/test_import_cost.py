@@ -37,3 +37,14 @@ def test_exact_solving_still_loads_ortools():
     loaded = _imported("import json, sys, mmnp; mmnp.get_task('knapsack').generate('easy', 0, optimal=True, "
                        "time_limit=0.1); print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
     assert "ortools" in loaded
+
+
+def test_reward_workers_stay_light():
+    """verl's reward workers import `mmnp.trainers.rewards.verl` and score every response there:
+    the training layer's package must not pull torch, TRL or OR-Tools in with it."""
+    loaded = _imported("import json, sys, mmnp\nfrom mmnp.trainers.rewards import record_payload\n"
+                       "from mmnp.trainers.rewards.verl import compute_score\n"
+                       "inst = mmnp.get_task('knapsack').generate('easy', 0)\n"
+                       "assert compute_score('mmnp/knapsack', 'Answer: []', record_payload(inst), {'reward': 'shaped'}) < 1\n"
+                       "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    assert not loaded & set(HEAVY)

@@ -482,7 +482,7 @@ def test_two_generate_runs_on_one_folder_cannot_race(tmp_path):
 
 
 def test_reward_record_is_what_rewards_read(pristine):
-    from mmnp.rewards import score
+    from mmnp.trainers.rewards import score
 
     inst = next(iter(load_dataset(pristine)))
     record = inst.to_reward_record()

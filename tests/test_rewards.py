@@ -7,9 +7,9 @@ import json
 import pytest
 
 import mmnp
-from mmnp.rewards import (COLUMN, feasible_reward, make_shaped_reward, quality_reward, record_payload,
+from mmnp.trainers.rewards import (COLUMN, feasible_reward, make_shaped_reward, quality_reward, record_payload,
                           shaped_reward)
-from mmnp.rewards.verl import compute_score, to_verl_row
+from mmnp.trainers.rewards.verl import compute_score, to_verl_row
 
 
 @pytest.fixture(scope="module")
@@ -83,27 +83,30 @@ def test_train_spec_merges_defaults_yaml_and_flags(tmp_path):
 
 
 def test_every_algorithm_setting_is_a_flag():
-    """Each field an algorithm's config adds to TRL's is generated into `mmnp train`'s flags,
-    including those the old hand-written spec could not reach."""
+    """Each field an algorithm's config adds to TRL's is generated into `mmnp train --algo NAME`'s
+    flags, including those the old hand-written spec could not reach; another algorithm's flag is
+    refused in one line naming the algorithm's own."""
     pytest.importorskip("trl", reason="algorithm options need the train extra")
     from typer.testing import CliRunner
 
     from mmnp.cli import app
     from mmnp.trainers.algorithms import algorithm_names, option_flags, own_options
 
-    flags = option_flags()
+    seen = set()
     for algo in algorithm_names():
-        assert {f.name for f in own_options(algo)} <= set(flags)
-    assert {"logz_hidden", "logz_learning_rate", "disa_w_max", "allow_inexact"} <= set(flags)
-    result = CliRunner().invoke(app, ["train", "--help"], terminal_width=200)
-    assert "--logz-learning-rate" in result.output and "--disa-w-max" in result.output
-    result = CliRunner().invoke(app, ["train", "--algo", "grpo", "--model", "x", "--logz-hidden", "8"])
-    assert result.exit_code == 2 and "not a setting of --algo grpo" in result.output
+        flags = option_flags(algo)
+        assert list(flags) == [f.name for f in own_options(algo)]
+        shown = " ".join(CliRunner().invoke(app, ["train", "--algo", algo, "--help"], terminal_width=300).output.split())
+        assert all(f"--{name.replace('_', '-')}" in shown for name in flags), algo
+        seen |= set(flags)
+    assert {"logz_hidden", "logz_learning_rate", "disa_w_max", "allow_inexact"} <= seen
+    result = CliRunner().invoke(app, ["train", "--algo", "grpo", "--model", "x", "--logz-hidden", "8"], terminal_width=300)
+    assert result.exit_code == 2 and "not a setting of --algo grpo (its own: none)" in " ".join(result.output.replace("│", " ").split())
 
 
 def test_rewards_hand_their_verdicts_to_log_extra():
     """One verification per completion serves the reward and the trainer's SR/QR/distinct."""
-    from mmnp.rewards import VERDICT_COLUMNS, quality_reward
+    from mmnp.trainers.rewards import VERDICT_COLUMNS, quality_reward
 
     inst = mmnp.get_task("knapsack").generate("easy", seed=3)
     good = mmnp.get_task("knapsack").format_answer(inst.reference["heuristic"]["solution"])

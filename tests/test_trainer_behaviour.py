@@ -16,7 +16,7 @@ pytest.importorskip("trl", reason="training needs the train extra")
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback  # noqa: E402
 
 from mmnp.errors import UsageError  # noqa: E402
-from mmnp.rewards import completion_text  # noqa: E402
+from mmnp.trainers.rewards import completion_text  # noqa: E402
 from mmnp.trainers.algorithms import get_algorithm  # noqa: E402
 from mmnp.trainers.base import length_normalised  # noqa: E402
 

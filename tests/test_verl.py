@@ -18,8 +18,8 @@ from conftest import SMALL_PER_DIFFICULTY  # noqa: E402
 from mmnp.dataset import load_dataset  # noqa: E402
 from mmnp.errors import UsageError  # noqa: E402
 from mmnp.export import export_dataset  # noqa: E402
-from mmnp.rewards import record_payload  # noqa: E402
-from mmnp.rewards.verl import compute_score, to_verl_row  # noqa: E402
+from mmnp.trainers.rewards import record_payload  # noqa: E402
+from mmnp.trainers.rewards.verl import compute_score, to_verl_row  # noqa: E402
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "verl"
 try:
@@ -108,7 +108,7 @@ def test_the_example_config_uses_only_keys_verl_has_and_loads_compute_score():
             if k not in ("hydra", "defaults")}
     for key in leaves(mine):
         assert OmegaConf.select(base, key, default="<absent>") != "<absent>", f"verl has no config key {key}"
-    assert OmegaConf.select(ours, "reward.custom_reward_function.path") == "pkg://mmnp.rewards.verl"
+    assert OmegaConf.select(ours, "reward.custom_reward_function.path") == "pkg://mmnp.trainers.rewards.verl"
     fn = get_custom_reward_fn(ours)
     inst = mmnp.get_task("knapsack").generate("easy", 3)
     heuristic, _ = answers(inst)
@@ -124,7 +124,7 @@ def test_verls_rlhf_dataset_reads_the_image_export(small_dataset, verl_export, t
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from mmnp.evaluation.models import load_processor
-    from mmnp.tiny_model import write_tiny_model
+    from mmnp.trainers.tiny_model import write_tiny_model
 
     processor = load_processor(write_tiny_model(tmp_path / "vlm", vision=True))
     config = OmegaConf.create({"prompt_key": "prompt", "image_key": "images", "max_prompt_length": 100000,
@@ -181,7 +181,7 @@ def test_importing_mmnp_never_imports_verl():
     import subprocess
     import sys
 
-    code = ("import sys, mmnp, mmnp.rewards.verl, mmnp.trainers.algorithms.dmpo, mmnp.trainers.algorithms.progrpo; "
+    code = ("import sys, mmnp, mmnp.trainers.rewards.verl, mmnp.trainers.algorithms.dmpo, mmnp.trainers.algorithms.progrpo; "
             "print(sorted(m for m in sys.modules if m == 'verl' or m.startswith('verl.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", out

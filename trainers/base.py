@@ -11,6 +11,8 @@
     the micro-batch; the base scales it for gradient accumulation as TRL scales its own.
   Both see the micro-batch's per-token log-probs still attached to the graph (one backward).
 - `needs_reference`: build a frozen reference model even when the KL weight is 0.
+- `self_test` (`SelfTest`): how the conformance suite (tests/test_algorithm_conformance.py)
+  trains the algorithm for two steps on a CPU with the tiny models.
 - `group_coupled`: the algorithm's term couples a group's completions through quantities
   computed once per generation batch; it is exact only when that batch is one optimisation
   step of fresh samples (`num_iterations = 1`, `steps_per_generation =
@@ -23,13 +25,15 @@ from __future__ import annotations
 import inspect
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
 
 import torch
 from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
 from mmnp.errors import UsageError
-from mmnp.rewards import COLUMN, VERDICT_COLUMNS
+from mmnp.trainers.rewards import COLUMN, VERDICT_COLUMNS
 
 VISION_KEYS = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "spatial_shapes", "image_sizes",
                "token_type_ids", "mm_token_type_ids", "image_position_ids", "num_images", "num_tiles")
@@ -112,12 +116,27 @@ class GroupScores:
     records: list[str]
 
 
+@dataclass(frozen=True)
+class SelfTest:
+    """How the conformance suite trains an algorithm two steps on a CPU with the tiny models and
+    evaluates its checkpoint. `modalities`: those it trains on (each gets its own run).
+    `reward`: the --reward it trains with. `prepare(tiny_text_model, folder)`: builds what the
+    algorithm needs beyond the model (DISA: an anchor) and returns its own options for the run.
+    `skip`: why it can never run there (the suite reports it as a skip)."""
+
+    modalities: tuple[str, ...] = ("text", "image")
+    reward: str = "shaped"
+    prepare: Callable[[Path, Path], dict[str, Any]] | None = None
+    skip: str | None = None
+
+
 class MMNPTrainer(GRPOTrainer):
     """TRL's GRPOTrainer with MM-NP-Bench metrics and the hooks of the other algorithms."""
 
+    self_test = SelfTest()
     needs_reference = False
     group_coupled = False
-    display_metrics: tuple[str, ...] = ()  # the algorithm's own metrics on the console line
+    display_metrics: tuple[str, ...] = ()  # its own metrics: on the console line, and checked by the conformance suite
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

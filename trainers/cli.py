@@ -5,22 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+import click
 import typer
 from typer.core import TyperCommand
 
 from mmnp.clikit import console, progress_bar, user_errors
-from mmnp.errors import UsageError
+from mmnp.errors import MMNPError, UsageError
 
 app = typer.Typer()
 
 
 def _train_command(config: Optional[Path] = None, **flags):
-    """Train with an algorithm of trainers/algorithms/ (GRPO, DMPO, ProGRPO, FlowRL, DISA) on
-    MM-NP-Bench, on TRL's GRPOTrainer.
+    """Train a model on MM-NP-Bench with an algorithm of the registry (--algo), on TRL's GRPOTrainer.
 
-    Every flag is also a key of the YAML --config file (flags win); an algorithm's own flags
-    (e.g. --dmpo-lambda) apply with its --algo only. Several GPUs:
-    `accelerate launch -m mmnp train ...`.
+    Every flag is also a key of the YAML --config file (flags win); `mmnp train --algo NAME --help`
+    adds that algorithm's own flags (e.g. --dmpo-lambda), which apply with its --algo only.
+    Several GPUs: `accelerate launch -m mmnp train ...`.
     """
     try:
         from mmnp.trainers.spec import TrainSpec
@@ -44,32 +44,107 @@ _OPTIONS = "mmnp.algorithm_options"
 
 
 class _TrainCommand(TyperCommand):
-    """`mmnp train` with one flag per algorithm option, added when the command is used (help
-    or run), so listing mmnp's commands imports neither torch nor TRL."""
+    """`mmnp train`: the shared flags, plus the own flags of the one algorithm that --algo (or the
+    --config file's `algo`, or the default for a run) names, added when the command is used.
+    The choices of --algo and --reward are read from their registries then, without importing
+    any plug-in, so listing mmnp's commands or `mmnp train --help` imports neither torch nor TRL,
+    and a broken plug-in breaks only `--algo` (or `--reward`) of its own name."""
 
-    _added = False
+    _shared: list | None = None
+    _algo = "grpo"
+    _problem: str | None = None  # why the chosen algorithm's flags could not be added
 
-    def get_params(self, ctx):
-        if not self._added:
-            self._added = True
-            try:
-                from mmnp.trainers.algorithms import option_flags
-            except ImportError:  # the base install: the shared flags only, and a clear line when run
-                return super().get_params(ctx)
-            self.params.extend(_option_params(option_flags()))
-        return super().get_params(ctx)
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from mmnp.trainers.spec import TrainSpec
+
+        if self._shared is None:
+            self._shared = list(self.params)
+        named = _algo_named(args)
+        self._algo = named or TrainSpec.algo
+        help_only = named is None and "--help" in args  # plain `mmnp train --help` imports no algorithm
+        self.params = self._shared + ([] if help_only else self._algorithm_params())
+        _fill_choices(self.params)
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as e:  # click's NoSuchOption (typer vendors click: matched by its fields)
+            if not (getattr(e, "option_name", None) and hasattr(e, "possibilities")):
+                raise
+            own = ", ".join(p.opts[0] for p in self.params[len(self._shared):]) or "none"
+            close = f" (did you mean {', '.join(e.possibilities)}?)" if e.possibilities else ""
+            ctx.fail(f"No such option: {e.option_name}{close}; it is not a setting of --algo {self._algo} "
+                     f"(its own: {own}); `mmnp train --algo NAME --help` lists an algorithm's own")
+
+    def _algorithm_params(self) -> list:
+        self._problem = None
+        try:
+            from mmnp.trainers.algorithms import option_flags
+        except ImportError:  # the base install: the shared flags only, and a clear line when run
+            return []
+        try:
+            return _option_params(self._algo, option_flags(self._algo))
+        except ImportError as e:
+            self._problem = f"training needs the train extra ({e}): pip install 'mmnp[train]'"
+        except MMNPError as e:  # an unknown or broken algorithm: said in the help, and by the run itself
+            self._problem = str(e.args[0] if e.args else e)
+        return []
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from mmnp.trainers.algorithms import REGISTRY
+
+        plugins = [f"{e.name} ({e.origin})" for e in REGISTRY.entries().values() if e.distribution]
+        lines = ([f"Plug-in algorithms: {', '.join(plugins)}."] if plugins else []) + \
+            ([self._problem] if self._problem else []) + REGISTRY.problems()
+        self.epilog = "\n\n".join(lines) or None
+        return super().format_help(ctx, formatter)
 
 
-def _option_params(flags: dict) -> list:
-    """Typer's own parameters for the algorithm options (built through a throwaway command),
+def _algo_named(args: list[str]) -> str | None:
+    """The algorithm the command line names: --algo, else the --config file's `algo`, else None.
+    An unreadable config is left to the run, which says what is wrong with it."""
+    import yaml
+
+    named, config = _flag_value(args, "--algo"), _flag_value(args, "--config")
+    if named is None and config is not None:
+        try:
+            loaded = yaml.safe_load(Path(config).read_text())
+        except (OSError, yaml.YAMLError):
+            loaded = None
+        named = loaded.get("algo") if isinstance(loaded, dict) else None
+    return None if named is None else str(named)
+
+
+def _flag_value(args: list[str], flag: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _fill_choices(params: list) -> None:
+    """--algo's and --reward's help name every choice their registries hold (no plug-in imported)."""
+    from mmnp.trainers.algorithms import algorithm_names
+    from mmnp.trainers.rewards import describe_rewards
+
+    for param in params:
+        if param.name == "algo":
+            param.help = f"The algorithm: {', '.join(algorithm_names())} (`mmnp train --algo NAME --help` adds " \
+                         "its own options)."
+        elif param.name == "reward":
+            param.help = f"The reward: {describe_rewards()}."
+
+
+def _option_params(algo: str, flags: dict) -> list:
+    """Typer's own parameters for an algorithm's options (built through a throwaway command),
     each stashing its value in the context instead of passing it to the command."""
     import inspect
 
-    panel = "Algorithm options (with their --algo only)"
+    panel = f"Options of --algo {algo}"
     params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind],
                                 default=typer.Option(None, f"--{name.replace('_', '-')}", rich_help_panel=panel,
                                                      help=f"{help_text} [default: {default}]"))
-              for name, (kind, default, help_text, _) in flags.items()]
+              for name, (kind, default, help_text) in flags.items()]
 
     def options(**kwargs):
         """Algorithm options."""
@@ -153,7 +228,7 @@ def tiny_model(
 ) -> None:
     """Build a tiny Qwen2 / Qwen2-VL model with a locally trained tokenizer (no download)."""
     try:
-        from mmnp.tiny_model import write_tiny_model
+        from mmnp.trainers.tiny_model import write_tiny_model
     except ImportError as e:
         raise UsageError(f"tiny models need the train extra ({e}): pip install 'mmnp[train]'") from None
     path = write_tiny_model(out, vision=vision, seed=seed, warm_steps=warm_steps)
@@ -176,7 +251,7 @@ def disa_estimate(
     prompts: int = typer.Option(2000, help="Prompts to label, spread over tasks and difficulties."),
     samples: int = typer.Option(16, help="Proposals per prompt (N)."),
     beta: float = typer.Option(15.0, help="Tilt beta of the target pi_ref exp(beta r)."),
-    reward: str = typer.Option("quality", help="quality, feasible or shaped (train with the same)."),
+    reward: str = typer.Option("quality", help="A reward's name, as --reward of `mmnp train` (train with the same)."),
     loglik: str = typer.Option("sum", help="sum (log pi(o|q): the tilted target is a distribution) or mean "
                                            "(length-normalised: no normalised target; see trainers/disa/estimate.py)."),
     max_tokens: int = typer.Option(1024),

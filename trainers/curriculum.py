@@ -14,7 +14,7 @@ Three pieces, usable with or without `mmnp train`:
     curriculum = Curriculum(["tsp", "knapsack"], CurriculumSpec("adaptive"), seed=1)
     dataset = curriculum.iterable_dataset()            # TRL: GRPOTrainer(train_dataset=...)
     reward = curriculum.wrap_reward(quality_reward)     # counts feasible completions per task
-    callback = CurriculumCallback(curriculum)           # applies the schedule at each step's end
+    callback = CurriculumCallback(curriculum)           # (curriculum_callback.py) applies it at each step's end
 
 verl or a custom loop: iterate `CurriculumStream(curriculum)` for rows, call
 `curriculum.record(task, level, feasible)` per completion and `curriculum.step(step)` per step.
@@ -35,14 +35,13 @@ import bisect
 import io
 import json
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from mmnp.dataset import SEED_STRIDE, instance_id
 from mmnp.errors import UsageError
 from mmnp.levels import TOP, level_name
 from mmnp.registry import get_task, resolve_tasks
-from mmnp.rewards import COLUMN, record_payload, score
+from mmnp.trainers.rewards import COLUMN, record_payload, score
 
 SCHEDULES = ("fixed", "linear", "adaptive")
 
@@ -90,7 +89,7 @@ CURRICULUM_FIELDS: list[tuple[str, type, str]] = [
     (f.name, type(f.default), f.metadata["help"]) for f in fields(CurriculumSpec)
 ]
 
-_LIVE: dict[str, Curriculum] = {}  # by name: how a callback restored from a checkpoint finds its curriculum
+LIVE: dict[str, Curriculum] = {}  # by name: how a callback restored from a checkpoint finds its curriculum
 
 
 class Curriculum:
@@ -109,7 +108,7 @@ class Curriculum:
         self._pending: dict[str, list[int]] = {t: [0, 0] for t in self.tasks}  # since the last step()
         self.drawn = 0  # items drawn so far
         self._history: list[tuple[int, dict[str, int]]] = [(0, dict(self.levels))]  # (first item, levels)
-        _LIVE[name] = self
+        LIVE[name] = self
 
     # -- the stream's side ---------------------------------------------------------------------
     def item(self, index: int) -> tuple[str, int, int]:
@@ -272,83 +271,3 @@ class CurriculumStream:
 
             row["image"] = Image.open(io.BytesIO(task.render(inst, self.image_size))).convert("RGB")
         return row
-
-
-def __getattr__(name: str) -> Any:
-    """`CurriculumCallback` is built on first use, so importing this module (and the train flags'
-    `CurriculumSpec`) stays free of transformers and torch."""
-    if name == "CurriculumCallback":
-        globals()[name] = _callback_class()
-        return globals()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _callback_class() -> type:
-    from transformers import TrainerCallback
-    from transformers.trainer_callback import ExportableState
-
-    class CurriculumCallback(TrainerCallback, ExportableState):
-        """Applies the curriculum at each optimisation step's end (after the step's rewards were
-        recorded by `wrap_reward`), logs levels and rolling SR per step (to `curriculum.jsonl` in the
-        output folder, and as `curriculum/<task>_level` / `_sr` in the trainer's logs), and saves and
-        restores the curriculum with the trainer's checkpoints. Several processes: the outcomes are
-        summed across them before the schedule runs, so every process keeps the same levels."""
-
-        def __init__(self, curriculum: Curriculum | str = "default") -> None:
-            if isinstance(curriculum, str):
-                if curriculum not in _LIVE:
-                    raise UsageError(f"no curriculum named {curriculum!r} in this process; build the Curriculum first")
-                curriculum = _LIVE[curriculum]
-            self.curriculum = curriculum
-            self.last: dict | None = None
-
-        # ExportableState: restored by `type(cb)(**args)` then setattr of each attribute
-        def state(self) -> dict:
-            return {"args": {"curriculum": self.curriculum.name},
-                    "attributes": {"curriculum_state": self.curriculum.state_dict()}}
-
-        @property
-        def curriculum_state(self) -> dict:
-            return self.curriculum.state_dict()
-
-        @curriculum_state.setter
-        def curriculum_state(self, state: dict) -> None:
-            self.curriculum.load_state_dict(state)
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            if getattr(args, "shuffle_dataset", False):
-                raise UsageError("a curriculum draws its instances in order: set shuffle_dataset=False in the trainer's "
-                                 "config (a shuffle buffer would draw ~1000 instances ahead of the levels)")
-            path = Path(args.output_dir) / "curriculum.jsonl"
-            if path.exists() and state.is_world_process_zero:  # a resumed run redoes the steps after its checkpoint
-                kept = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= state.global_step]
-                path.write_text("".join(line + "\n" for line in kept))
-
-        def on_step_end(self, args, state, control, **kwargs):
-            self._sync()
-            self.last = self.curriculum.step(state.global_step)
-            if state.is_world_process_zero:
-                path = Path(args.output_dir) / "curriculum.jsonl"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with open(path, "a") as f:
-                    f.write(json.dumps(self.last) + "\n")
-
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if logs is not None and self.last is not None:
-                for task, level in self.last["levels"].items():
-                    logs[f"curriculum/{task}_level"] = level
-                    if self.last["sr"][task] is not None:
-                        logs[f"curriculum/{task}_sr"] = self.last["sr"][task]
-
-        def _sync(self) -> None:
-            import torch.distributed as dist
-
-            if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-                import torch
-
-                counts = torch.tensor(self.curriculum.pending(), dtype=torch.long,
-                                      device="cuda" if torch.cuda.is_available() else "cpu")
-                dist.all_reduce(counts)
-                self.curriculum.set_pending(counts.tolist())
-
-    return CurriculumCallback

@@ -13,7 +13,7 @@ from mmnp.core import Instance
 from mmnp.dataset import image_loader, instance_id, instance_seed, select_instances
 from mmnp.errors import UsageError
 from mmnp.registry import get_task, resolve_tasks
-from mmnp.rewards import COLUMN, record_payload
+from mmnp.trainers.rewards import COLUMN, record_payload
 
 
 def parse_params(text: str | None) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """What `mmnp train` can be told: the settings every algorithm shares (this dataclass) and
-the algorithm's own (`options`, the fields its config declares in its file under
-trainers/algorithms/). Both are generated into CLI flags (--max-steps, --dmpo-lambda) and
-YAML keys (max_steps, dmpo_lambda), so flags, keys and configs never drift. Importable
-without torch, so `mmnp --help` works on the base install."""
+the algorithm's own (`options`, the fields its config declares: `mmnp.trainers.algorithms`).
+Both are generated into CLI flags (--max-steps, --dmpo-lambda) and YAML keys (max_steps,
+dmpo_lambda), so flags, keys and configs never drift. The choices of --algo and --reward are
+their registries' names, filled into the help when `mmnp train` is used. Importable without
+torch, so `mmnp --help` works on the base install."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ from typing import Any
 
 from mmnp.errors import UsageError
 from mmnp.trainers.curriculum import CurriculumSpec, curriculum_spec
-
-REWARD_SHAPES = ("quality", "feasible", "shaped")
 
 
 def _f(default: Any, help: str) -> Any:
@@ -28,7 +27,7 @@ class TrainSpec(CurriculumSpec):
 
     curriculum: str | None = _f(None, "Level schedule over L1..L10: fixed, linear or adaptive (default: none, "
                                       "train on --difficulty).")
-    algo: str = _f("grpo", "The algorithm: a file of trainers/algorithms/ (grpo, dmpo, progrpo, flowrl, disa).")
+    algo: str = _f("grpo", "The algorithm (`mmnp train --algo NAME --help` adds its own options).")
     model: str = _f("", "Model path or hub id (`mmnp tiny-model` makes a local one).")
     output_dir: str = _f("runs/mmnp", "Checkpoints, metrics.csv and TensorBoard logs.")
     tasks: str = _f("all", "Comma-separated tasks, or all.")
@@ -38,7 +37,7 @@ class TrainSpec(CurriculumSpec):
     count: int = _f(64, "Instances per task and difficulty when generating.")
     params: str | None = _f(None, "Generator overrides for generated instances, e.g. n=4 (smaller instances).")
     seed: int = _f(1, "Generation and training seed (keep it away from the test set's).")
-    reward: str = _f("quality", "quality (QR), feasible (0/1) or shaped (format bonus + QR - penalty).")
+    reward: str = _f("quality", "The reward function.")
     system_prompt: str | None = _f(None, "A system message for every prompt.")
     max_steps: int = _f(200, "Optimisation steps.")
     num_generations: int = _f(8, "Completions per prompt (the group size G).")
@@ -65,33 +64,28 @@ class TrainSpec(CurriculumSpec):
 
     @classmethod
     def merged(cls, yaml_path: str | Path | None, cli: dict[str, Any]) -> TrainSpec:
-        """Defaults, then the YAML file, then the flags given on the command line."""
-        import yaml
-
+        """Defaults, then the YAML file, then the flags given on the command line. The algorithm's
+        own settings are those of the chosen algorithm (the flag's, else the file's, else GRPO),
+        the only one imported."""
         from mmnp.trainers.algorithms import option_flags
 
-        names = {f.name for f in fields(cls)} - {"options"}
-        knobs = set(option_flags())
-        values: dict[str, Any] = {}
+        shared = {name: kind for name, kind, _ in TRAIN_FIELDS}
+        loaded = _read_yaml(yaml_path) if yaml_path is not None else {}
+        values = {key.replace("-", "_"): _convert(yaml_path, key, value, shared[key.replace("-", "_")])
+                  for key, value in loaded.items() if key.replace("-", "_") in shared}
+        algo = cli.get("algo") or values.get("algo") or cls.algo
+        own = {name: kind for name, (kind, _, _) in option_flags(algo).items()}
         options: dict[str, Any] = {}
-        if yaml_path is not None:
-            try:
-                loaded = yaml.safe_load(Path(yaml_path).read_text()) or {}
-            except OSError as e:
-                raise UsageError(f"--config {yaml_path}: cannot be read ({e.strerror or e})") from None
-            except yaml.YAMLError as e:
-                raise UsageError(f"--config {yaml_path}: not valid YAML ({str(e).splitlines()[0]})") from None
-            if not isinstance(loaded, dict):
-                raise UsageError(f"{yaml_path}: expected a mapping of settings")
-            kinds = {name: kind for name, kind, _ in TRAIN_FIELDS} | {k: v[0] for k, v in option_flags().items()}
-            for key, value in loaded.items():
-                name = key.replace("-", "_")
-                if name not in names | knobs:
-                    raise UsageError(f"{yaml_path}: unknown setting {key!r}; settings: {', '.join(sorted(names | knobs))}")
-                (options if name in knobs else values)[name] = _convert(yaml_path, key, value, kinds[name])
+        for key, value in loaded.items():
+            name = key.replace("-", "_")
+            if name in own:
+                options[name] = _convert(yaml_path, key, value, own[name])
+            elif name not in shared:
+                raise UsageError(f"{yaml_path}: unknown setting {key!r} for --algo {algo}; settings: "
+                                 f"{', '.join(sorted(shared | own))}")
         for key, value in cli.items():
-            if value is not None:
-                (options if key in knobs else values)[key] = value
+            if value is not None:  # a name that is no shared setting is an option, refused by validate if foreign
+                (values if key in shared else options)[key] = value
         spec = cls(**values, options=options)
         spec.validate()
         return spec
@@ -99,7 +93,8 @@ class TrainSpec(CurriculumSpec):
     def validate(self) -> None:
         """Checks that need no model: every number in its range, the algorithm exists and owns
         every option given."""
-        from mmnp.trainers.algorithms import algorithm_names, own_options
+        from mmnp.trainers.algorithms import own_options
+        from mmnp.trainers.rewards import get_reward
 
         for name, low, what in _LOWER_BOUNDS:
             value = getattr(self, name)
@@ -109,13 +104,10 @@ class TrainSpec(CurriculumSpec):
             raise UsageError(f"--temperature {self.temperature}: must be positive")
         if not self.model:
             raise UsageError("--model is required (a local path or hub id; `mmnp tiny-model` makes a local one)")
-        if self.algo not in algorithm_names():
-            raise UsageError(f"--algo {self.algo!r}: choose one of {', '.join(algorithm_names())}")
-        if self.reward not in REWARD_SHAPES:
-            raise UsageError(f"--reward {self.reward!r}: choose one of {', '.join(REWARD_SHAPES)}")
+        own = {f.name for f in own_options(self.algo)}  # an unknown --algo: the line listing the choices
+        get_reward(self.reward)
         if self.modality not in ("text", "image"):
             raise UsageError(f"--modality {self.modality!r}: choose text or image")
-        own = {f.name for f in own_options(self.algo)}
         foreign = sorted(set(self.options) - own)
         if foreign:
             raise UsageError(f"--{foreign[0].replace('_', '-')} is not a setting of --algo {self.algo} "
@@ -133,6 +125,21 @@ _LOWER_BOUNDS = (("max_steps", 1, "at least 1"), ("num_generations", 2, "at leas
                  ("count", 1, "at least 1"), ("max_completion_length", 1, "at least 1"),
                  ("learning_rate", 0.0, ">= 0"), ("beta", 0.0, ">= 0"), ("logging_steps", 1, "at least 1"),
                  ("save_steps", 1, "at least 1"), ("image_size", 1, "at least 1"))
+
+
+def _read_yaml(path: str | Path) -> dict[str, Any]:
+    """The --config file's mapping of settings, or one line naming the file and what is wrong."""
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as e:
+        raise UsageError(f"--config {path}: cannot be read ({e.strerror or e})") from None
+    except yaml.YAMLError as e:
+        raise UsageError(f"--config {path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(loaded, dict):
+        raise UsageError(f"{path}: expected a mapping of settings")
+    return loaded
 
 
 def _convert(path: str | Path, key: str, value: Any, kind: type) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from mmnp.errors import UsageError
-from mmnp.rewards import REWARDS
+from mmnp.trainers.rewards import get_reward
 from mmnp.trainers.spec import TrainSpec
 
 
@@ -59,7 +59,8 @@ def build_trainer(spec: TrainSpec, console=None):
 
     from mmnp.evaluation.models import load_processor
     from mmnp.trainers.algorithms import get_algorithm
-    from mmnp.trainers.curriculum import Curriculum, CurriculumCallback, curriculum_spec
+    from mmnp.trainers.curriculum import Curriculum, curriculum_spec
+    from mmnp.trainers.curriculum_callback import CurriculumCallback
     from mmnp.trainers.data import parse_params, train_dataset
 
     spec.validate()
@@ -77,7 +78,7 @@ def build_trainer(spec: TrainSpec, console=None):
     config = config_class(**config_values, **spec.options, bf16=bf16, seed=spec.seed,
                           use_cpu=not torch.cuda.is_available(), save_strategy="steps", log_completions=False,
                           remove_unused_columns=False, **({"shuffle_dataset": False} if schedule else {}))
-    reward = REWARDS[spec.reward]
+    reward = get_reward(spec.reward)
     callbacks = [MetricsLog(spec.output_dir, console, trainer_class.display_metrics)]
     if schedule is None:
         dataset = train_dataset(spec.tasks, spec.difficulty.split(","), spec.count, spec.seed, spec.modality,

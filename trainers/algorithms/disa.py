@@ -7,14 +7,16 @@ group-normalised), so estimation and training use the same one."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import torch
 from trl import GRPOConfig
 
 from mmnp.errors import UsageError
-from mmnp.rewards import REWARDS
+from mmnp.trainers.rewards import get_reward
 from mmnp.trainers.algorithms import register_algorithm
-from mmnp.trainers.base import GroupScores, MMNPTrainer, length_normalised
+from mmnp.trainers.base import GroupScores, MMNPTrainer, SelfTest, length_normalised
 from mmnp.trainers.disa.anchor import Anchor, pooled_prompt_features, size_features
 
 
@@ -33,9 +35,22 @@ class DISAConfig(GRPOConfig):
     disa_w_max: float = field(default=10.0, metadata={"help": "DISA: clip of the importance weight w_i."})
 
 
+def small_anchor(model: Path, folder: Path) -> dict[str, Any]:
+    """A small anchor for the conformance suite: 6 text prompts, 2 proposals each from the model
+    itself, fitted briefly; returns the --logz option that trains on it."""
+    from mmnp.trainers.disa.anchor import fit
+    from mmnp.trainers.disa.estimate import EstimateSpec, estimate
+
+    estimate(EstimateSpec(ref=str(model), proposal=str(model), tasks="knapsack,subset_sum", difficulty="easy",
+                          prompts=6, samples=2, max_tokens=16), folder)
+    fit(folder, epochs=50)
+    return {"logz": str(folder)}
+
+
 @register_algorithm("disa")
 class DISATrainer(MMNPTrainer):
     config_class = DISAConfig
+    self_test = SelfTest(modalities=("text",), reward="quality", prepare=small_anchor)
     display_metrics = ("disa/residual", "disa/anchor")
     needs_reference = True
 
@@ -49,7 +64,7 @@ class DISATrainer(MMNPTrainer):
         self.size_tasks = config["size_tasks"]
         self.estimate = config["estimate"]
         names = [getattr(f, "__name__", "") for f in self.reward_funcs]
-        expected = REWARDS[self.estimate["reward"]].__name__
+        expected = get_reward(self.estimate["reward"]).__name__
         if names != [expected]:
             raise UsageError(f"the anchor was estimated with the {self.estimate['reward']} reward; train with "
                              f"--reward {self.estimate['reward']} so r~ is the same")

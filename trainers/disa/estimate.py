@@ -41,7 +41,7 @@ from mmnp.dataset import atomic_write
 from mmnp.errors import UsageError
 from mmnp.samplelog import JsonlLog
 from mmnp.registry import list_tasks
-from mmnp.rewards import REWARDS, record_payload
+from mmnp.trainers.rewards import get_reward, record_payload
 
 
 def log_z_importance_sampling(logp_ref: torch.Tensor, logp_proposal: torch.Tensor, reward: torch.Tensor,
@@ -86,8 +86,7 @@ class EstimateSpec:
             raise UsageError(f"--engine {self.engine!r}: choose transformers or vllm")
         if self.loglik not in ("mean", "sum"):
             raise UsageError(f"--loglik {self.loglik!r}: choose sum or mean (length-normalised)")
-        if self.reward not in REWARDS:
-            raise UsageError(f"--reward {self.reward!r}: choose one of {', '.join(REWARDS)}")
+        get_reward(self.reward)
         if self.samples < 1 or self.prompts < 1:
             raise UsageError("--samples and --prompts must be at least 1")
 
@@ -215,7 +214,7 @@ def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int],
         proposals = TransformersProposals(*((ref, ref_tok) if spec.proposal == spec.ref
                                             else load_model(spec.proposal, device)), device)
     prop_tok = proposals.tokenizer
-    reward = REWARDS[spec.reward]
+    reward = get_reward(spec.reward)
     todo = [inst for inst in estimation_prompts(spec) if inst.id not in labels.records]
     try:
         for k, inst in enumerate(todo):

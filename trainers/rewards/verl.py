@@ -4,12 +4,12 @@ In a verl config (see examples/verl/):
 
     reward:
       custom_reward_function:
-        path: pkg://mmnp.rewards.verl
+        path: pkg://mmnp.trainers.rewards.verl
         name: compute_score
 
 Rows built with `to_verl_row` (or `mmnp export --format verl`) carry the record as
 `reward_model.ground_truth`, so verl passes it back here; `extra_info["reward"]` picks the
-shape (quality, feasible, shaped).
+reward by its registry name (quality, feasible, shaped, or a plug-in's installed beside verl).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from mmnp.errors import UsageError
-from mmnp.rewards import REWARDS, record_payload
+from mmnp.trainers.rewards import get_reward, record_payload
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None,
@@ -25,9 +25,7 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     """One response's reward. `**kwargs` takes what verl adds (its `reward_kwargs`, a
     reward-model score, the tokenizer's extras), none of which mmnp's verifiers need."""
     shape = (extra_info or {}).get("reward", "quality")
-    if shape not in REWARDS:
-        raise UsageError(f"extra_info['reward'] = {shape!r}; choose one of {', '.join(REWARDS)}")
-    return REWARDS[shape]([None], [solution_str], [ground_truth])[0]
+    return get_reward(shape, "extra_info['reward'] =")([None], [solution_str], [ground_truth])[0]
 
 
 def to_verl_row(inst, modality: str = "text", reward: str = "quality", png: bytes | None = None,
@@ -39,8 +37,7 @@ def to_verl_row(inst, modality: str = "text", reward: str = "quality", png: byte
     would train on a prompt that holds no instance data, so `png` is required there."""
     if modality not in ("text", "image"):
         raise UsageError(f"modality {modality!r}: choose text or image")
-    if reward not in REWARDS:
-        raise UsageError(f"reward {reward!r}: choose one of {', '.join(REWARDS)}")
+    get_reward(reward, "reward")  # an unknown or broken reward is refused here, not in verl's workers
     row: dict[str, Any] = {
         "data_source": f"mmnp/{inst.task}",
         "prompt": [{"role": "user", "content": inst.prompt if modality == "text" else "<image>" + inst.image_prompt}],

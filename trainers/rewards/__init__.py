@@ -1,6 +1,6 @@
-"""The verifiers as reward functions, with TRL's signature.
+"""The verifiers as reward functions, with TRL's signature, and the reward registry.
 
-    from mmnp.rewards import quality_reward
+    from mmnp.trainers.rewards import quality_reward
     GRPOTrainer(..., reward_funcs=[quality_reward], train_dataset=mmnp.trainers.data.train_dataset(...))
 
 Each takes `(prompts, completions, mmnp_instance, **columns)` and returns one float per
@@ -8,7 +8,9 @@ completion. `mmnp_instance` is the dataset column that `mmnp.trainers.data` writ
 JSON record with the task, the instance data and its reference objectives, so a reward
 needs nothing but the row. Completions may be strings or chat messages.
 
-Shapes:
+Shapes (`REWARDS`, joined with the `mmnp.rewards` entry points of plug-in packages in
+`REGISTRY`: `mmnp train --reward NAME`, `mmnp disa estimate --reward NAME`, verl's
+`extra_info["reward"]`):
 - `feasible_reward`: 1 if every constraint holds, else 0.
 - `quality_reward`: the sample's Quality Ratio (NP-Bench's QR against the heuristic
   reference; above 1 when the heuristic is beaten), 0 when infeasible or unparsed.
@@ -17,7 +19,12 @@ Shapes:
 
 Given TRL's `log_extra` argument, each also hands back its verdicts (the columns of
 `VERDICT_COLUMNS`: feasible, quality ratio, canonical solution or None), so a trainer logs
-SR, QR and distinct solutions without verifying any completion a second time.
+SR, QR and distinct solutions without verifying any completion a second time; a plug-in
+reward built on `score_all` does the same.
+
+Adding a reward: a function with this signature and a line in `REWARDS`, or, from a separate
+package, an entry point `NAME = "module:function"` in the group `mmnp.rewards`. Importing
+this module stays light (no torch, TRL or OR-Tools): verl's reward workers import it.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from mmnp.core import Verdict
+from mmnp.errors import UsageError
+from mmnp.plugins import Registry, UnknownPluginError
 from mmnp.registry import get_task
 
 COLUMN = "mmnp_instance"
@@ -68,8 +77,10 @@ def score(completion: Any, payload: str) -> tuple[Verdict, float]:
     return verdict, task.quality_ratio(verdict.objective, record["reference_objective"])
 
 
-def _scores(completions: list, payloads: list[str], log_extra: Callable | None) -> list[tuple[Verdict, float]]:
-    """Verify each completion once; hand the verdicts to TRL's `log_extra` when given."""
+def score_all(completions: list, payloads: list[str], log_extra: Callable | None = None) -> list[tuple[Verdict, float]]:
+    """(verdict, quality ratio) of each completion, verified once; the verdicts go to TRL's
+    `log_extra` when given, so the trainer logs SR, QR and distinct solutions (a plug-in reward
+    built on this gets them too)."""
     out = [score(c, p) for c, p in zip(completions, payloads)]
     if log_extra is not None:
         log_extra(VERDICT_COLUMNS[0], [float(v.feasible) for v, _ in out])
@@ -81,12 +92,14 @@ def _scores(completions: list, payloads: list[str], log_extra: Callable | None) 
 
 def feasible_reward(prompts: list, completions: list, mmnp_instance: list[str], log_extra: Callable | None = None,
                     **columns: Any) -> list[float]:
-    return [1.0 if v.feasible else 0.0 for v, _ in _scores(completions, mmnp_instance, log_extra)]
+    """1 if every constraint holds, else 0."""
+    return [1.0 if v.feasible else 0.0 for v, _ in score_all(completions, mmnp_instance, log_extra)]
 
 
 def quality_reward(prompts: list, completions: list, mmnp_instance: list[str], log_extra: Callable | None = None,
                    **columns: Any) -> list[float]:
-    return [r for _, r in _scores(completions, mmnp_instance, log_extra)]
+    """The Quality Ratio against the heuristic reference (above 1 when it is beaten), 0 if infeasible."""
+    return [r for _, r in score_all(completions, mmnp_instance, log_extra)]
 
 
 def make_shaped_reward(format_bonus: float = 0.1, infeasible_penalty: float = 0.5) -> Callable[..., list[float]]:
@@ -94,8 +107,9 @@ def make_shaped_reward(format_bonus: float = 0.1, infeasible_penalty: float = 0.
 
     def shaped_reward(prompts: list, completions: list, mmnp_instance: list[str], log_extra: Callable | None = None,
                       **columns: Any) -> list[float]:
+        """A format bonus for a parsed answer, plus the QR when feasible, minus a penalty when not."""
         return [format_bonus * v.parsed + (r if v.feasible else -infeasible_penalty)
-                for v, r in _scores(completions, mmnp_instance, log_extra)]
+                for v, r in score_all(completions, mmnp_instance, log_extra)]
 
     shaped_reward.__name__ = "shaped_reward"
     return shaped_reward
@@ -103,11 +117,56 @@ def make_shaped_reward(format_bonus: float = 0.1, infeasible_penalty: float = 0.
 
 shaped_reward = make_shaped_reward()
 
-REWARDS: dict[str, Callable[..., list[float]]] = {
+REWARDS: dict[str, Callable[..., list[float]] | str] = {  # name -> function, or a lazy "module:function"
     "quality": quality_reward,
     "feasible": feasible_reward,
     "shaped": shaped_reward,
 }
 
-__all__ = ["COLUMN", "REWARDS", "VERDICT_COLUMNS", "feasible_reward", "make_shaped_reward", "quality_reward", "record_payload",
-           "score", "shaped_reward"]
+
+def _check_reward(name: str, fn: Any) -> None:
+    """What TRL (keywords and dataset columns) and verl (three positional lists) call a reward with."""
+    import inspect
+
+    if not callable(fn) or isinstance(fn, type):
+        raise TypeError(f"expected a reward function, got {type(fn).__name__}")
+    try:
+        signature = inspect.signature(fn)
+        signature.bind([], [], [])
+    except (TypeError, ValueError):
+        raise TypeError("a reward takes (prompts, completions, mmnp_instance, **columns) and returns one float "
+                        "per completion") from None
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
+        raise TypeError("a reward must take **columns: TRL passes every dataset column and its own extras")
+
+
+REGISTRY: Registry[Callable[..., list[float]]] = Registry("mmnp.rewards", REWARDS, kind="reward", check=_check_reward)
+
+
+def reward_names() -> list[str]:
+    """Every reward's name (built-in, registered, plug-in) without importing any plug-in."""
+    return REGISTRY.names()
+
+
+def get_reward(name: str, where: str = "--reward") -> Callable[..., list[float]]:
+    """The reward function `name`, imported on first use (a built-in's reads no plug-in
+    metadata: verl calls this per response); an unknown name is a UsageError naming `where`
+    and the choices, a broken plug-in a `PluginError` line naming it."""
+    try:
+        return REGISTRY.load(name)
+    except UnknownPluginError:
+        raise UsageError(f"{where} {name!r}: choose one of {', '.join(reward_names())}") from None
+
+
+def describe_rewards() -> str:
+    """One clause per reward for help texts: a built-in's docstring, a plug-in's origin (not imported)."""
+    clauses = []
+    for name, entry in REGISTRY.entries().items():
+        doc = getattr(entry.target, "__doc__", None) if not isinstance(entry.target, str) else None
+        what = doc.strip().splitlines()[0].rstrip(".") if doc else entry.origin
+        clauses.append(f"{name} ({what[:1].lower() + what[1:]})")
+    return "; ".join(clauses)
+
+
+__all__ = ["COLUMN", "REGISTRY", "REWARDS", "VERDICT_COLUMNS", "describe_rewards", "feasible_reward", "get_reward",
+           "make_shaped_reward", "quality_reward", "record_payload", "reward_names", "score", "score_all", "shaped_reward"]
