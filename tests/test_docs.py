@@ -160,6 +160,13 @@ def model_arg_problems(block: Block, path: tuple[str, ...], words: list[str]) ->
             if k not in options]
 
 
+def _with_algorithm(path: tuple[str, ...], words: list[str]) -> tuple[str, ...]:
+    """`mmnp train --algo NAME --help` lists NAME's own flags beside the shared ones."""
+    if path == ("train",) and "--algo" in words[:-1]:
+        return (*path, "--algo", words[words.index("--algo") + 1])
+    return path
+
+
 def test_every_mmnp_flag_in_the_pages_exists():
     problems, seen = [], 0
     for b in ALL:
@@ -174,7 +181,7 @@ def test_every_mmnp_flag_in_the_pages_exists():
                 continue
             if path[0] in NEEDS and missing_extras([b]):
                 continue  # its help lists its options only with the extra installed
-            known = help_flags(path)
+            known = help_flags(_with_algorithm(path, words))
             for word in words:
                 flag = word.split("=", 1)[0]
                 if flag.startswith("--") and flag not in known:
@@ -339,8 +346,13 @@ def test_every_file_and_module_the_pages_name_exists():
 
 
 def every_mmnp_flag(path: tuple[str, ...] = ()) -> set[str]:
-    """The flags of every mmnp command and sub-command."""
+    """The flags of every mmnp command and sub-command (`train`: with each algorithm's own)."""
     found = set(help_flags(path) or ())
+    if path == ("train",):
+        from mmnp.trainers.algorithms import algorithm_names
+
+        for name in algorithm_names():
+            found |= help_flags((*path, "--algo", name)) or set()
     for name in subcommands(path):
         found |= every_mmnp_flag((*path, name))
     return found
