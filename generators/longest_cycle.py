@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, graph_picture, graph_text, marked, random_edges
+from mmnp.kits.graphs import (GRAPH_IMAGE, GRAPH_TRANSCRIPTION, DisjointSets, graph_picture, graph_text, marked,
+                              random_edges)
 from mmnp.prompting import answer_instructions
 from mmnp.render import BLUE, Canvas
 
@@ -92,26 +93,19 @@ def _with_a_cycle(n: int, edges: set[tuple[int, int]], rng: np.random.Generator)
     """The graph, plus an edge closing a cycle in each tree component of three or more
     vertices (so there is always a cycle to find, and no vertex is left without one by chance)."""
     edges = {(int(u), int(v)) for u, v in edges}
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    sets = DisjointSets(n)
     cyclic: set[int] = set()
     for u, v in sorted(edges):
-        a, b = find(u), find(v)
+        a, b = sets.find(u), sets.find(v)
         if a == b:
             cyclic.add(a)
         else:
-            parent[a] = b
+            sets.join(a, b)
             if a in cyclic:
                 cyclic.add(b)
     groups: dict[int, list[int]] = {}
     for v in range(n):
-        groups.setdefault(find(v), []).append(v)
+        groups.setdefault(sets.find(v), []).append(v)
     for root, members in sorted(groups.items()):
         if root not in cyclic and len(members) >= 3:  # a tree: join two of its vertices not yet adjacent
             missing = [(u, v) for i, u in enumerate(members) for v in members[i + 1:] if (u, v) not in edges]

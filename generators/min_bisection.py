@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mmnp.core import Violation
-from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, graph_picture, graph_text, marked, random_edges
+from mmnp.kits.graphs import (GRAPH_IMAGE, GRAPH_TRANSCRIPTION, DisjointSets, graph_picture, graph_text, marked,
+                              random_edges)
 from mmnp.prompting import answer_instructions
 from mmnp.render import Canvas, class_colour
 
@@ -72,23 +73,17 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[int]]:
 def _connect(edges: set[tuple[int, int]], n: int, side: list[int], rng: np.random.Generator) -> None:
     """Join components by edges inside a half where possible, so every bisection cuts >= 1
     edge (the reference objective is never 0) and the planted cut stays low."""
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    sets = DisjointSets(n)
+    find = sets.find
     for u, v in edges:
-        parent[find(u)] = find(v)
+        sets.join(u, v)
     for v in range(1, n):
         if find(v) != find(0):
             same = [u for u in range(n) if find(u) == find(0) and side[u] == side[v]]
             pool = same or [u for u in range(n) if find(u) == find(0)]
             u = pool[int(rng.integers(len(pool)))]
             edges.add((min(u, v), max(u, v)))
-            parent[find(v)] = find(0)
+            sets.join(v, 0)
 
 
 def prompt(data: dict) -> str:

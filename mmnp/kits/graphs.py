@@ -57,6 +57,24 @@ def random_edges(rng: np.random.Generator, pairs: list[tuple[int, int]], p: floa
     return {pair for pair, kept in zip(pairs, keep) if kept}
 
 
+class DisjointSets:
+    """Union-find over 0..n-1 with path halving. `join(a, b)` puts a's set under b's root, so
+    which vertex is a component's root (and the generators' draws that follow from it) is fixed."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        parent = self.parent
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def join(self, a: int, b: int) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+
 def neighbour_masks(data: dict) -> list[int]:
     """Each vertex's neighbours as a bit mask (bit v of masks[u] set when u-v is an edge): the
     graph solvers' fast set algebra."""
