@@ -42,7 +42,7 @@ def heuristic(data: dict) -> list[int]:
     neighbours = near[:, :min(NEIGHBOURS, n - 1)].tolist()
     best, best_length = None, None
     for run in range(runs):  # each run from its own nearest-neighbour tour
-        start = _nearest_neighbour(d, (run * n) // runs)
+        start = _nearest_neighbour(table, (run * n) // runs)
         _improve(start, table, neighbours, list(range(n)))
         tour, length = _iterate(start, table, neighbours, patience, np.random.default_rng(run))
         if best_length is None or length < best_length:
@@ -55,15 +55,15 @@ def _length(tour: list[int], table: list[list[int]]) -> int:
     return sum(table[tour[i - 1]][tour[i]] for i in range(len(tour)))
 
 
-def _nearest_neighbour(d: np.ndarray, first: int) -> list[int]:
-    n = len(d)
-    unvisited = np.ones(n, dtype=bool)
+def _nearest_neighbour(table: list[list[int]], first: int) -> list[int]:
+    """The nearest-neighbour tour from `first`, ties to the lowest id (plain lists: at the
+    sizes generated, numpy's per-call cost is most of it)."""
+    unvisited = [c for c in range(len(table)) if c != first]
     tour = [first]
-    unvisited[first] = False
-    for _ in range(n - 1):
-        nxt = int(np.argmin(np.where(unvisited, d[tour[-1]], np.iinfo(np.int64).max)))
+    while unvisited:
+        nxt = min(unvisited, key=table[tour[-1]].__getitem__)
         tour.append(nxt)
-        unvisited[nxt] = False
+        unvisited.remove(nxt)
     return tour
 
 
@@ -88,9 +88,9 @@ def _iterate(start: list[int], table: list[list[int]], neighbours: list[list[int
             cuts = iter([c for c in batch if c[0] < c[1] < c[2]])
             i, j, k = next(cuts, None) or (None, None, None)
         tour = best[:i] + best[j:k] + best[i:j] + best[k:]
-        cut = {best[i - 1], best[i], best[j - 1], best[j], best[k - 1], best[k % n], best[0], best[-1]}
-        _improve(tour, table, neighbours, sorted(cut))
-        length = _length(tour, table)
+        p, q, r, s, t, u = best[i - 1], best[i], best[j - 1], best[j], best[k - 1], best[k]
+        kick = table[p][s] + table[t][q] + table[r][u] - table[p][q] - table[r][s] - table[t][u]
+        length = best_length + kick - _improve(tour, table, neighbours, sorted({p, q, r, s, t, u, best[0], best[-1]}))
         if length < best_length:
             since = 0
         if length <= best_length:
@@ -98,117 +98,112 @@ def _iterate(start: list[int], table: list[list[int]], neighbours: list[list[int
     return best, best_length
 
 
-def _improve(tour: list[int], table: list[list[int]], neighbours: list[list[int]], queue: list[int]) -> None:
+def _improve(tour: list[int], table: list[list[int]], neighbours: list[list[int]], queue: list[int]) -> int:
     """2-opt and Or-opt (a segment of 1-3 cities moved, either way round, next to a neighbour
     of one of its ends) over candidate neighbours, first improvement, from the cities in
     `queue` (the cities of each improving move are queued again): until no move gains.
-    Plain lists, not numpy: a move touches a handful of cities (numpy's per-call cost would
-    dominate); a reversal takes the shorter side of the tour."""
+    Returns the length gained. Plain lists in one flat loop, not numpy nor a call per move
+    tried: a move touches a handful of cities, and per-call costs would dominate (this loop is
+    most of what generating a TSP instance costs)."""
     n = len(tour)
     pos = [0] * n
     for i, c in enumerate(tour):
         pos[c] = i
     active = deque(queue)
     waiting = set(queue)
-
-    def renumber(lo: int, hi: int) -> None:
-        for i in range(lo, hi):
-            pos[tour[i]] = i
-
-    def reverse_path(x: int, y: int) -> None:
-        """Reverse the path from x forward to y (or, equivalently for a cycle, the rest)."""
-        i, j = pos[x], pos[y]
-        if i <= j:
-            tour[i:j + 1] = tour[i:j + 1][::-1]
-            renumber(i, j + 1)
-        else:
-            tour[j + 1:i] = tour[j + 1:i][::-1]
-            renumber(j + 1, i)
-
-    def push(*cities: int) -> None:
-        for c in cities:
-            if c not in waiting:
-                waiting.add(c)
-                active.append(c)
-
+    gained = 0
     while active:
         a = active.popleft()
         waiting.discard(a)
-        while _two_opt(a, tour, pos, table, neighbours, reverse_path, push) or \
-                _or_opt(a, tour, pos, table, neighbours, renumber, push):
-            pass
-
-
-def _two_opt(a, tour, pos, table, neighbours, reverse_path, push) -> bool:  # noqa: ANN001
-    """The first gaining 2-opt move at `a`: on its successor side (a, b), (c, e) -> (a, c),
-    (b, e), then its predecessor side; neighbours are scanned nearest first, and none
-    farther than a's current partner can gain."""
-    n = len(tour)
-    ia = pos[a]
-    b = tour[ia + 1 - n]
-    ab = table[a][b]
-    for c in neighbours[a]:
-        first = ab - table[a][c]
-        if first <= 0:
-            break
-        e = tour[pos[c] + 1 - n]
-        if c != b and e != a and first + table[c][e] - table[b][e] > 0:
-            reverse_path(b, c)
-            push(a, b, c, e)
-            return True
-    b = tour[ia - 1]
-    ab = table[b][a]
-    for c in neighbours[a]:
-        first = ab - table[a][c]
-        if first <= 0:
-            break
-        e = tour[pos[c] - 1]
-        if c != b and e != a and first + table[e][c] - table[b][e] > 0:
-            reverse_path(a, e)
-            push(a, b, c, e)
-            return True
-    return False
-
-
-def _or_opt(a, tour, pos, table, neighbours, renumber, push) -> bool:  # noqa: ANN001
-    """The best gaining Or-opt move of the segment of 1, 2 or 3 cities starting at `a`: out
-    of its place, in between a neighbour c of one end and c's successor or predecessor."""
-    n = len(tour)
-    for k in (1, 2, 3):
-        if k >= n - 2:
-            return False
-        ia = pos[a]
-        last = tour[(ia + k - 1) % n]
-        prev, nxt = tour[ia - 1], tour[(ia + k) % n]
-        removal = table[prev][a] + table[last][nxt] - table[prev][nxt]
-        if removal <= 0:
-            continue
-        best = None
-        for end, other in ((a, last), (last, a)) if k > 1 else ((a, a),):  # one city has one end
-            for c in neighbours[end]:
-                to_c = table[end][c]
-                if to_c >= removal:
+        near, row = neighbours[a], table[a]
+        while True:
+            # 2-opt, the first gaining move: on a's successor side (a, b), (c, e) -> (a, c),
+            # (b, e), then its predecessor side; neighbours are scanned nearest first, and
+            # none farther than a's current partner can gain
+            ia = pos[a]
+            b = tour[ia + 1 - n]
+            ab = row[b]
+            gain = 0
+            for c in near:
+                first = ab - row[c]
+                if first <= 0:
                     break
-                if (pos[c] - ia) % n < k:  # c is in the segment
-                    continue
-                after = nxt if c == prev else tour[pos[c] + 1 - n]  # c's neighbours once the segment is out
-                before = prev if c == nxt else tour[pos[c] - 1]
-                gain = removal - (to_c + table[other][after] - table[c][after])  # c, end .. other, after
-                if gain > 0 and (best is None or gain > best[0]):
-                    best = (gain, end, c, after)
-                gain = removal - (table[before][other] + to_c - table[before][c])  # before, other .. end, c
-                if gain > 0 and (best is None or gain > best[0]):
-                    best = (gain, other, before, c)
-        if best is not None:
-            _, first, x, y = best  # the segment goes between x and y, `first` next to x
-            rotated = tour[ia:] + tour[:ia]
-            segment, rest = rotated[:k], rotated[k:]
-            at = rest.index(x)
-            tour[:] = rest[:at + 1] + (segment if segment[0] == first else segment[::-1]) + rest[at + 1:]
-            renumber(0, n)
-            push(prev, nxt, a, last, x, y)
-            return True
-    return False
+                e = tour[pos[c] + 1 - n]
+                if c != b and e != a and first + table[c][e] - table[b][e] > 0:
+                    gain, i, j = first + table[c][e] - table[b][e], pos[b], pos[c]  # reverse b .. c
+                    break
+            if not gain:
+                b = tour[ia - 1]
+                ab = row[b]
+                for c in near:
+                    first = ab - row[c]
+                    if first <= 0:
+                        break
+                    e = tour[pos[c] - 1]
+                    if c != b and e != a and first + table[e][c] - table[b][e] > 0:
+                        gain, i, j = first + table[e][c] - table[b][e], ia, pos[e]  # reverse a .. e
+                        break
+            if gain:
+                # reverse the path from tour[i] forward to tour[j] (for a cycle, the same as the rest)
+                if i <= j:
+                    tour[i:j + 1] = tour[i:j + 1][::-1]
+                    lo, hi = i, j + 1
+                else:
+                    tour[j + 1:i] = tour[j + 1:i][::-1]
+                    lo, hi = j + 1, i
+                for k in range(lo, hi):
+                    pos[tour[k]] = k
+                moved = (a, b, c, e)
+            else:
+                # Or-opt, the best gaining move of the segment of 1, 2 or 3 cities starting at a:
+                # out of its place, in between a neighbour c of one end and c's successor or
+                # predecessor
+                prev = tour[ia - 1]
+                best = None
+                for k in (1, 2, 3) if n > 5 else (1, 2) if n > 4 else (1,) if n > 3 else ():
+                    last, nxt = tour[(ia + k - 1) % n], tour[(ia + k) % n]
+                    removal = table[prev][a] + table[last][nxt] - table[prev][nxt]
+                    if removal <= 0:
+                        continue
+                    for end, other in ((a, last), (last, a)) if k > 1 else ((a, a),):  # one city has one end
+                        row_end, row_other = table[end], table[other]
+                        for c in neighbours[end]:
+                            to_c = row_end[c]
+                            if to_c >= removal:
+                                break
+                            if (pos[c] - ia) % n < k:  # c is in the segment
+                                continue
+                            after = nxt if c == prev else tour[pos[c] + 1 - n]  # c's neighbours once the segment is out
+                            before = prev if c == nxt else tour[pos[c] - 1]
+                            gain = removal - (to_c + row_other[after] - table[c][after])  # c, end .. other, after
+                            if gain > 0 and (best is None or gain > best[0]):
+                                best = (gain, end, c, after)
+                            gain = removal - (table[before][other] + to_c - table[before][c])  # before, other .. end, c
+                            if gain > 0 and (best is None or gain > best[0]):
+                                best = (gain, other, before, c)
+                    if best is not None:
+                        break
+                if best is None:
+                    break
+                gain, first, x, y = best  # the segment goes between x and y, `first` next to x
+                _move_segment(tour, pos, ia, k, first, x)
+                moved = (prev, nxt, a, last, x, y)
+            gained += gain
+            for c in moved:
+                if c not in waiting:
+                    waiting.add(c)
+                    active.append(c)
+    return gained
+
+
+def _move_segment(tour: list[int], pos: list[int], at: int, k: int, first: int, x: int) -> None:
+    """Move the k cities from position `at` to just after city x, `first` of them next to x."""
+    rotated = tour[at:] + tour[:at]
+    segment, rest = rotated[:k], rotated[k:]
+    i = rest.index(x)
+    tour[:] = rest[:i + 1] + (segment if segment[0] == first else segment[::-1]) + rest[i + 1:]
+    for i, c in enumerate(tour):
+        pos[c] = i
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:
