@@ -1,6 +1,7 @@
 """Vertex cover: the complement of a largest independent set, found as a largest clique of the
 complement graph (`mmnp.solvers.max_clique`: branch and bound with colouring bounds, proving
-the optimum when it finishes, else dynamic local search); CP-SAT exact."""
+the optimum when it finishes, else DLS-MC at five penalty delays side by side, with the step
+budget stated there); CP-SAT exact."""
 
 from __future__ import annotations
 
