@@ -2,8 +2,8 @@
 small branch and bound, then row-weighting local search (RWLS: Gao, Yao, Weise & Li, EJOR 2015,
 for unicost set cover); CP-SAT exact.
 
-The local search stops when it reaches the lower bound, after min(400 steps per subset, WORK
-element-holder updates' worth of steps), or after min(100,000, max(100 per subset, PATIENCE_WORK
+The local search stops when it reaches the lower bound, after min(400 steps per subset, WORK list
+updates' worth of steps), or after min(100,000, max(100 per subset, PATIENCE_WORK
 updates' worth)) steps without a smaller cover: deterministic (a seeded draw per step), no wall
 clock. Measured on OR-Library (one core): scp4x-6x 2-10 CPU s, scpa 10-25 s, scpclr13 and STS729
 tens of seconds. Where mmnp differs from the paper: one run from greedy's cover with seed 0 and a
@@ -20,12 +20,12 @@ import numpy as np
 
 from mmnp.solvers import cpsat
 
-WORK = 100_000_000  # the local search's budget in element-holder updates (one step costs about a
-#   subset's size times an element's holders, plus a scan of the chosen subsets): 10-25 CPU s on OR-Library
+WORK = 50_000_000  # the local search's budget in list updates (a step costs about a subset's size, an
+#   element's holders and a scan of the chosen subsets: `_step_cost`): 5-25 CPU s on OR-Library
 STEPS_PER_SUBSET = 400  # ... and at most this many steps per subset
 PATIENCE = 100_000  # steps without a smaller cover before the search stops
 PATIENCE_PER_SUBSET = 100  # ... or this many per subset, if fewer,
-PATIENCE_WORK = 2_000_000  # ... but never fewer than this many element-holder updates' worth
+PATIENCE_WORK = 400_000  # ... but never fewer than this many list updates' worth
 BOUND_ROUNDS = 60  # subgradient steps of the Lagrangian bound
 _SHIFT = 40  # bits of a timestamp in the local search's ranks
 NODES = 20_000  # nodes of the exact search before the local search takes over
@@ -244,10 +244,11 @@ def heuristic(data: dict) -> list[int]:
 
 
 def _step_cost(a: np.ndarray, start: np.ndarray) -> int:
-    """What one local search step costs, in element-holder updates: a subset's mean size times an
-    element's mean number of holders, plus the chosen subsets scanned for the one to drop."""
+    """What one local search step costs, in list updates: the elements of the subsets flipped (a
+    subset's mean size), the holders of the few elements whose coverage changes (an element's
+    mean number of holders), and the chosen subsets scanned for the one to drop."""
     memberships = int(a.sum(dtype=np.int64))
-    return max(1, memberships * memberships // (a.shape[0] * a.shape[1]) + int(start.sum()))
+    return max(1, memberships // a.shape[0] + memberships // a.shape[1] + int(start.sum()))
 
 
 def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int) -> tuple[list[int], bool]:
