@@ -1,5 +1,14 @@
-"""Graph colouring: DSatur, then Tabucol removing one colour at a time down to a clique's size
-(a lower bound); CP-SAT exact."""
+"""Graph colouring: DSatur, then one colour fewer at a time down to a clique's size (a lower
+bound), by PartialCol alternating with TabuCol; CP-SAT exact.
+
+The heuristic's budget, in moves (deterministic, no wall clock): for each number of colours k, at
+most `step_budget(n)` moves = max(4,000, 500 n, 5 n^2) capped at 800,000 (n = 450: 800,000, about
+27 CPU s of these numpy loops at ~30,000 moves/s): 20 n TabuCol moves, then half PartialCol, then
+TabuCol for the rest; the search
+stops at the first k it cannot reach in its budget, or when k equals the clique's size (proven
+optimal). So a graph whose clique is smaller than its chromatic number (myciel, the generated
+levels without a clique) always spends one full budget at the k it cannot reach.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +19,15 @@ from mmnp.solvers import cpsat
 from mmnp.solvers.max_clique import CliqueSearch
 
 CLIQUE_NODES = 3_000  # branch-and-bound nodes spent on the clique that bounds the colours from below
-ITERATIONS = 4_000  # Tabucol moves per attempt to remove one colour, at least ...
-ITERATIONS_PER_VERTEX = 500  # ... or this many per vertex, if more
-MAX_ITERATIONS = 200_000  # ... and at most this many
+STEPS = 4_000  # moves spent on each number of colours, at least ...
+STEPS_PER_VERTEX = 500  # ... or this many per vertex ...
+STEPS_PER_VERTEX_SQUARED = 5  # ... or this many per vertex squared (larger graphs need longer runs), if more
+MAX_STEPS = 800_000  # ... and at most this many
+QUICK_STEPS_PER_VERTEX = 20  # a short TabuCol run first, which settles most easy steps at once
+
+
+def step_budget(n: int) -> int:
+    return min(MAX_STEPS, max(STEPS, STEPS_PER_VERTEX * n, STEPS_PER_VERTEX_SQUARED * n * n))
 
 
 def _adjacency(data: dict) -> list[list[int]]:
@@ -49,37 +64,94 @@ def dsatur(adj: list[list[int]]) -> list[int]:
     return colour
 
 
-def tabucol(adj: list[list[int]], k: int, start: list[int], iterations: int,
-            rng: np.random.Generator) -> list[int] | None:
-    """Tabucol (Hertz & de Werra 1987, with Galinier & Hao's tenure 0.6 x conflicts + 0-9):
-    from `start` (colours above k folded in), move a conflicting vertex to the colour that
-    lowers the conflicts most (ties at random), not back to a colour it left within its
-    tenure unless that beats the best count so far. A proper k-colouring, or None after
-    `iterations` moves. gamma[v, c] counts v's neighbours of colour c, updated per move."""
-    n = len(adj)
-    col = np.array([(c - 1) % k for c in start], dtype=np.int64)
-    nbrs = [np.asarray(a, dtype=np.int64) for a in adj]
+def partialcol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
+               rng: np.random.Generator) -> np.ndarray | None:
+    """PartialCol (Bloechliger & Zufferey 2008, the authors' FOO variant): a proper partial
+    colouring with colours 0..k-1 (-1: uncoloured) from `start`; a move gives an uncoloured
+    vertex a colour and uncolours its neighbours of that colour, the move that uncolours fewest
+    (ties at random); as in the authors' code, every neighbour of the moved vertex may not take
+    its colour for 0.6 x |uncoloured| + 0-9 moves, unless that colours everything seen so far
+    best; a random move when all are tabu. A full k-colouring, or None after `steps` moves.
+    gamma[c, v] counts v's neighbours of colour c; a move changes only row c."""
+    n = len(nbrs)
+    col = start.copy()
+    gamma = np.zeros((k, n), dtype=np.int32)
+    for v in np.flatnonzero(col >= 0).tolist():
+        gamma[col[v], nbrs[v]] += 1
+    out = set(np.flatnonzero(col < 0).tolist())
+    best = len(out)
+    tabu = np.zeros((k, n), dtype=np.int64)
+    draws = rng.integers(0, 1 << 30, size=steps + 1).tolist()
+    ties = rng.random(steps + 1).tolist()
+    blocked, tenure = 1 << 30, 10
+    for it in range(1, steps + 1):
+        if not out:
+            return col
+        pending = np.fromiter(out, dtype=np.intp, count=len(out))
+        cost = gamma[:, pending]
+        allowed = tabu[:, pending] < it
+        if len(out) == best:
+            allowed |= cost == 0
+        cost = np.where(allowed, cost, blocked).ravel()
+        low = cost.min()
+        if low >= blocked:
+            at = draws[it] % len(cost)
+        else:
+            options = np.flatnonzero(cost == low)
+            at = int(options[int(ties[it] * len(options))])
+        c, i = divmod(at, len(pending))
+        u = int(pending[i])
+        nb = nbrs[u]
+        bumped = nb[col[nb] == c].tolist()
+        tabu[c, nb] = it + tenure
+        gamma[c, nb] += 1
+        col[u] = c
+        out.discard(u)
+        if bumped:
+            col[bumped] = -1
+            if len(bumped) == 1:
+                gamma[c, nbrs[bumped[0]]] -= 1
+            else:
+                gamma[c] -= np.bincount(np.concatenate([nbrs[w] for w in bumped]), minlength=n).astype(np.int32)
+            out.update(bumped)
+        tenure = int(0.6 * len(out)) + draws[it] % 10
+        best = min(best, len(out))
+    return None if out else col
+
+
+def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
+            rng: np.random.Generator) -> np.ndarray | None:
+    """TabuCol (Hertz & de Werra 1987, with Galinier & Hao's tenure 0.6 x conflicting vertices
+    + 0-9): a complete colouring with colours 0..k-1 from `start` (uncoloured vertices take
+    their least conflicting colour); move a conflicting vertex to the colour that lowers the
+    conflicts most (ties at random), not back to a colour it left within its tenure unless that
+    beats the best count so far. A proper k-colouring, or None after `steps` moves. gamma[v, c] counts v's neighbours
+    of colour c, updated per move."""
+    n = len(nbrs)
+    col = start.copy()
     gamma = np.zeros((n, k), dtype=np.int64)
-    for v in range(n):
-        np.add.at(gamma[v], col[nbrs[v]], 1)
+    for v in np.flatnonzero(col >= 0).tolist():
+        gamma[nbrs[v], col[v]] += 1
+    for v in np.flatnonzero(col < 0).tolist():
+        col[v] = c = int(np.argmin(gamma[v]))
+        gamma[nbrs[v], c] += 1
     rows = np.arange(n)
     conflicts = int(gamma[rows, col].sum()) // 2
     best = conflicts
     tabu = np.zeros((n, k), dtype=np.int64)
-    noise = rng.integers(0, 10, size=iterations + 1)
-    ties = rng.random(iterations + 1)
-    big = n * n + 1
-    for it in range(1, iterations + 1):
+    draws = rng.integers(0, 10, size=steps + 1).tolist()
+    ties = rng.random(steps + 1).tolist()
+    blocked = n * n + 1
+    for it in range(1, steps + 1):
         if conflicts == 0:
-            return [int(c) + 1 for c in col]
+            return col
         bad = np.flatnonzero(gamma[rows, col] > 0)
         own = gamma[bad, col[bad]]
         delta = gamma[bad] - own[:, None]
-        delta[np.arange(len(bad)), col[bad]] = big
-        blocked = (tabu[bad] >= it) & (conflicts + delta >= best)
-        delta[blocked] = big
+        delta[np.arange(len(bad)), col[bad]] = blocked
+        delta[(tabu[bad] >= it) & (conflicts + delta >= best)] = blocked
         low = delta.min()
-        if low >= big:
+        if low >= blocked:
             continue  # every move tabu: wait for a tenure to end
         options = np.flatnonzero(delta.ravel() == low)
         at = int(options[int(ties[it] * len(options))])
@@ -90,22 +162,42 @@ def tabucol(adj: list[list[int]], k: int, start: list[int], iterations: int,
         gamma[nbrs[v], c] += 1
         conflicts += int(low)
         best = min(best, conflicts)
-        tabu[v, old] = it + int(0.6 * conflicts) + int(noise[it])
-    return [int(c) + 1 for c in col] if conflicts == 0 else None
+        tabu[v, old] = it + int(0.6 * conflicts) + draws[it]
+    return col if conflicts == 0 else None
+
+
+def fewer_colours(nbrs: list[np.ndarray], colouring: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
+    """A colouring with one colour fewer than `colouring` (colours 0..k), or None within
+    `step_budget` moves: a short TabuCol run (20 moves per vertex), then PartialCol for half of
+    the budget, then TabuCol for the rest, each from `colouring` with its smallest class
+    uncoloured and the top colour renamed into its place. The two excel on different graphs
+    (PartialCol on the dense Leighton graphs, TabuCol on the queens and on many uncoloured
+    vertices at once, where a PartialCol move colours only one)."""
+    n, k = len(nbrs), int(colouring.max())
+    drop = int(np.argmin(np.bincount(colouring, minlength=k + 1)))
+    start = np.where(colouring == drop, -1, colouring)
+    start[start == k] = drop
+    budget, quick = step_budget(n), QUICK_STEPS_PER_VERTEX * n
+    found = tabucol(nbrs, k, start, quick, rng)
+    if found is None:
+        found = partialcol(nbrs, k, start, budget // 2, rng)
+    if found is None:
+        found = tabucol(nbrs, k, start, max(budget - budget // 2 - quick, 0), rng)
+    return found
 
 
 def heuristic(data: dict) -> list[int]:
     adj = _adjacency(data)
-    best = dsatur(adj)
+    nbrs = [np.asarray(a, dtype=np.intp) for a in adj]
+    best = np.asarray(dsatur(adj), dtype=np.int64) - 1
     lower = len(large_clique(data))
-    iterations = min(MAX_ITERATIONS, max(ITERATIONS, ITERATIONS_PER_VERTEX * data["n"]))
     rng = np.random.default_rng(0)
-    while max(best) > lower:
-        better = tabucol(adj, max(best) - 1, best, iterations, rng)
+    while data["n"] and best.max() + 1 > lower:
+        better = fewer_colours(nbrs, best, rng)
         if better is None:
             break
         best = better
-    return best
+    return [int(c) + 1 for c in best]
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:
