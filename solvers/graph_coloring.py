@@ -1,5 +1,34 @@
-"""Graph colouring: DSatur, then Tabucol removing one colour at a time down to a clique's size
-(a lower bound); CP-SAT exact."""
+"""Graph colouring: DSatur, then one colour fewer at a time down to a clique's size (a lower
+bound), by TabuCol, PartialCol and HEA (their hybrid with GPX crossover); CP-SAT exact.
+
+The heuristic's budget, in moves (deterministic, seeded, no wall clock): for each number of
+colours k, at most `step_budget(n)` moves = max(4,000, 500 n, 5 n^2) capped at 1,000,000 (n = 450:
+1,000,000, about 35 CPU s of these numpy loops at ~30,000 moves/s), spent in this order, each
+stage only if the ones before failed:
+  1. TabuCol, 20 n moves, from the (k+1)-colouring with its smallest class uncoloured;
+  2. PartialCol, 100 n moves, from the same start (TabuCol stalls on le450_15c at 20 colours);
+  3. TabuCol, 300 n moves, from the same start (le450_15a's 15th colour takes ~50,000-130,000);
+  4. HEA with PartialCol children (10 n moves each), half of what is left;
+  5. HEA with TabuCol children (20 n moves each), the rest.
+The search stops at the first k it cannot reach in its budget, or when k equals the clique's
+size (proven optimal). So a graph whose clique is smaller than its chromatic number (myciel, the
+queens, the generated levels without a clique) always spends one full budget at the k it cannot
+reach.
+
+Where mmnp differs from the publications: HEA (Galinier & Hao 1999) builds its population from
+random greedy colourings and runs one long search at a fixed k; here the population is the
+(k+1)-colouring with each of its 10 smallest classes dropped in turn, one k at a time, with a
+budget in moves rather than generations, and a second HEA whose local search is PartialCol
+(Bloechliger & Zufferey 2008; the GPX child keeps its leftover vertices uncoloured), which is
+what reaches 15 on le450_15c/d. TabuCol's tenure is Galinier & Hao's 0.6 x conflicting vertices
++ 0-9; PartialCol follows the authors' FOO code (marijnheule/clicolcom React-Partialcol) with a
+fixed, not reactive, tenure.
+
+Measured (bench_published, seed 0): le450_15a-d all 15 (2-19 CPU s), le450_25c/d 27/26 at
+~40 s, queen11_11/13_13 12/14. Not robust: with the generator seeded 1 or 2 instead of 0,
+le450_15c ends at 16 or 15 and le450_15d at 17; numpy moves (~30,000/s) keep the budget below
+what HEA needs for a reliable 15.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +39,21 @@ from mmnp.solvers import cpsat
 from mmnp.solvers.max_clique import CliqueSearch
 
 CLIQUE_NODES = 3_000  # branch-and-bound nodes spent on the clique that bounds the colours from below
-ITERATIONS = 4_000  # Tabucol moves per attempt to remove one colour, at least ...
-ITERATIONS_PER_VERTEX = 500  # ... or this many per vertex, if more
-MAX_ITERATIONS = 200_000  # ... and at most this many
+STEPS = 4_000  # moves spent on each number of colours, at least ...
+STEPS_PER_VERTEX = 500  # ... or this many per vertex ...
+STEPS_PER_VERTEX_SQUARED = 5  # ... or this many per vertex squared (larger graphs need longer runs), if more
+MAX_STEPS = 1_000_000  # ... and at most this many
+QUICK_STEPS_PER_VERTEX = 20  # a short TabuCol run first, which settles most easy steps at once
+PARTIAL_STEPS_PER_VERTEX = 100  # then PartialCol, strong on the Leighton graphs where TabuCol stalls
+LONG_STEPS_PER_VERTEX = 300  # then one long TabuCol run (le450_15a: 15 in ~50,000-130,000 moves)
+POPULATION = 10  # HEA's colourings
+CHILD_STEPS = 1_000  # TabuCol moves per child, at least ...
+CHILD_STEPS_PER_VERTEX = 20  # ... or this many per vertex with TabuCol ...
+PARTIAL_CHILD_STEPS_PER_VERTEX = 10  # ... or with PartialCol
+
+
+def step_budget(n: int) -> int:
+    return min(MAX_STEPS, max(STEPS, STEPS_PER_VERTEX * n, STEPS_PER_VERTEX_SQUARED * n * n))
 
 
 def _adjacency(data: dict) -> list[list[int]]:
@@ -49,37 +90,97 @@ def dsatur(adj: list[list[int]]) -> list[int]:
     return colour
 
 
-def tabucol(adj: list[list[int]], k: int, start: list[int], iterations: int,
-            rng: np.random.Generator) -> list[int] | None:
-    """Tabucol (Hertz & de Werra 1987, with Galinier & Hao's tenure 0.6 x conflicts + 0-9):
-    from `start` (colours above k folded in), move a conflicting vertex to the colour that
-    lowers the conflicts most (ties at random), not back to a colour it left within its
-    tenure unless that beats the best count so far. A proper k-colouring, or None after
-    `iterations` moves. gamma[v, c] counts v's neighbours of colour c, updated per move."""
-    n = len(adj)
-    col = np.array([(c - 1) % k for c in start], dtype=np.int64)
-    nbrs = [np.asarray(a, dtype=np.int64) for a in adj]
+def partialcol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
+               rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """PartialCol (Bloechliger & Zufferey 2008, the authors' FOO variant): a proper partial
+    colouring with colours 0..k-1 (-1: uncoloured) from `start`; a move gives an uncoloured
+    vertex a colour and uncolours its neighbours of that colour, the move that uncolours fewest
+    (ties at random); as in the authors' code, every neighbour of the moved vertex may not take
+    its colour for 0.6 x |uncoloured| + 0-9 moves, unless that colours everything seen so far
+    best; a random move when all are tabu. The partial colouring with fewest uncoloured
+    vertices seen within `steps` moves (stopping at 0), and that count. gamma[c, v] counts v's neighbours of colour c; a move changes only row c."""
+    n = len(nbrs)
+    col = start.copy()
+    gamma = np.zeros((k, n), dtype=np.int32)
+    for v in np.flatnonzero(col >= 0).tolist():
+        gamma[col[v], nbrs[v]] += 1
+    out = set(np.flatnonzero(col < 0).tolist())
+    best, kept = len(out), col.copy()
+    tabu = np.zeros((k, n), dtype=np.int64)
+    draws = rng.integers(0, 1 << 30, size=steps + 1).tolist()
+    ties = rng.random(steps + 1).tolist()
+    blocked, tenure = 1 << 30, 10
+    for it in range(1, steps + 1):
+        if not out:
+            break
+        pending = np.fromiter(out, dtype=np.intp, count=len(out))
+        cost = gamma[:, pending]
+        allowed = tabu[:, pending] < it
+        if len(out) == best:
+            allowed |= cost == 0
+        cost = np.where(allowed, cost, blocked).ravel()
+        low = cost.min()
+        if low >= blocked:
+            at = draws[it] % len(cost)
+        else:
+            options = np.flatnonzero(cost == low)
+            at = int(options[int(ties[it] * len(options))])
+        c, i = divmod(at, len(pending))
+        u = int(pending[i])
+        nb = nbrs[u]
+        bumped = nb[col[nb] == c].tolist()
+        tabu[c, nb] = it + tenure
+        gamma[c, nb] += 1
+        col[u] = c
+        out.discard(u)
+        if bumped:
+            col[bumped] = -1
+            if len(bumped) == 1:
+                gamma[c, nbrs[bumped[0]]] -= 1
+            else:
+                gamma[c] -= np.bincount(np.concatenate([nbrs[w] for w in bumped]), minlength=n).astype(np.int32)
+            out.update(bumped)
+        tenure = int(0.6 * len(out)) + draws[it] % 10
+        if len(out) < best:
+            best = len(out)
+            kept[:] = col
+    return kept, best
+
+
+def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
+            rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """TabuCol (Hertz & de Werra 1987, with Galinier & Hao's tenure 0.6 x conflicting vertices
+    + 0-9): a complete colouring with colours 0..k-1 from `start` (uncoloured vertices take
+    their least conflicting colour); move a conflicting vertex to the colour that lowers the
+    conflicts most (ties at random), not back to a colour it left within its tenure unless that
+    beats the best count so far. The colouring with fewest conflicting edges seen within `steps`
+    moves (stopping at 0), and that count. gamma[v, c] counts v's neighbours of colour c,
+    updated per move."""
+    n = len(nbrs)
+    col = start.copy()
     gamma = np.zeros((n, k), dtype=np.int64)
-    for v in range(n):
-        np.add.at(gamma[v], col[nbrs[v]], 1)
+    for v in np.flatnonzero(col >= 0).tolist():
+        gamma[nbrs[v], col[v]] += 1
+    for v in np.flatnonzero(col < 0).tolist():
+        col[v] = c = int(np.argmin(gamma[v]))
+        gamma[nbrs[v], c] += 1
     rows = np.arange(n)
     conflicts = int(gamma[rows, col].sum()) // 2
-    best = conflicts
+    best, kept = conflicts, col.copy()
     tabu = np.zeros((n, k), dtype=np.int64)
-    noise = rng.integers(0, 10, size=iterations + 1)
-    ties = rng.random(iterations + 1)
-    big = n * n + 1
-    for it in range(1, iterations + 1):
+    draws = rng.integers(0, 10, size=steps + 1).tolist()
+    ties = rng.random(steps + 1).tolist()
+    blocked = n * n + 1
+    for it in range(1, steps + 1):
         if conflicts == 0:
-            return [int(c) + 1 for c in col]
+            break
         bad = np.flatnonzero(gamma[rows, col] > 0)
         own = gamma[bad, col[bad]]
         delta = gamma[bad] - own[:, None]
-        delta[np.arange(len(bad)), col[bad]] = big
-        blocked = (tabu[bad] >= it) & (conflicts + delta >= best)
-        delta[blocked] = big
+        delta[np.arange(len(bad)), col[bad]] = blocked
+        delta[(tabu[bad] >= it) & (conflicts + delta >= best)] = blocked
         low = delta.min()
-        if low >= big:
+        if low >= blocked:
             continue  # every move tabu: wait for a tenure to end
         options = np.flatnonzero(delta.ravel() == low)
         at = int(options[int(ties[it] * len(options))])
@@ -89,23 +190,103 @@ def tabucol(adj: list[list[int]], k: int, start: list[int], iterations: int,
         gamma[nbrs[v], old] -= 1
         gamma[nbrs[v], c] += 1
         conflicts += int(low)
-        best = min(best, conflicts)
-        tabu[v, old] = it + int(0.6 * conflicts) + int(noise[it])
-    return [int(c) + 1 for c in col] if conflicts == 0 else None
+        if conflicts < best:
+            best = conflicts
+            kept[:] = col
+        tabu[v, old] = it + int(0.6 * len(bad)) + draws[it]
+    return kept, best
+
+
+def gpx(first: np.ndarray, second: np.ndarray, k: int, rng: np.random.Generator | None) -> np.ndarray:
+    """Greedy partition crossover (Galinier & Hao 1999): colour l of the child is the largest
+    class left in parent l mod 2 (-1: uncoloured, in no class), whose vertices leave both
+    parents; the vertices left after k classes take random colours, or stay -1 without `rng`
+    (PartialCol's children). Lewis's code (hybridea/xover.cpp, multiParent with 2 parents)
+    takes the first class from either parent and breaks ties at random; here, as in the paper,
+    the first parent starts, and the lowest-numbered largest class wins ties."""
+    child = np.full(len(first), -1, dtype=np.int64)
+    left = np.ones(len(first), dtype=bool)
+    for colour in range(k):
+        parent = first if colour % 2 == 0 else second
+        sizes = np.bincount(parent[left] + 1, minlength=k + 1)[1:]  # -1: uncoloured
+        taken = left & (parent == int(np.argmax(sizes)))
+        child[taken] = colour
+        left &= ~taken
+    if rng is not None:
+        child[left] = rng.integers(0, k, size=int(left.sum()))
+    return child
+
+
+def hybrid(nbrs: list[np.ndarray], colouring: np.ndarray, steps: int, rng: np.random.Generator,
+           partial: bool) -> np.ndarray | None:
+    """HEA (Galinier & Hao 1999) for one colour fewer than `colouring` (colours 0..k): a
+    population of POPULATION k-colourings, each `colouring` with one of its classes dropped
+    (smallest first, its vertices then placed by TabuCol) and improved by TabuCol; then a child
+    of two random members by GPX, improved by TabuCol, replaces the worse of its two parents.
+    With `partial`, PartialCol instead of TabuCol (fitness: uncoloured vertices instead of
+    conflicting edges; GPX leaves its leftovers uncoloured). Each run is CHILD_STEPS_PER_VERTEX
+    (PARTIAL_CHILD_STEPS_PER_VERTEX) x n moves, at least CHILD_STEPS; a proper k-colouring, or
+    None after `steps` moves in all (population included)."""
+    n, k = len(nbrs), int(colouring.max())
+    length = max(CHILD_STEPS, (PARTIAL_CHILD_STEPS_PER_VERTEX if partial else CHILD_STEPS_PER_VERTEX) * n)
+    search = partialcol if partial else tabucol
+    order = np.argsort(np.bincount(colouring, minlength=k + 1), kind="stable")
+    population, conflicts = [], []
+    for i in range(min(POPULATION, steps // length)):
+        drop = int(order[i % (k + 1)])
+        start = np.where(colouring == drop, -1, colouring)
+        start[start == k] = drop
+        found, count = search(nbrs, k, start, length, rng)
+        if count == 0:
+            return found
+        population.append(found)
+        conflicts.append(count)
+    for _ in range(steps // length - POPULATION if len(population) == POPULATION else 0):
+        a, b = (int(x) for x in rng.choice(POPULATION, size=2, replace=False))
+        child, count = search(nbrs, k, gpx(population[a], population[b], k, None if partial else rng), length, rng)
+        if count == 0:
+            return child
+        worse = a if conflicts[a] >= conflicts[b] else b
+        population[worse], conflicts[worse] = child, count
+    return None
+
+
+def fewer_colours(nbrs: list[np.ndarray], colouring: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
+    """A colouring with one colour fewer than `colouring` (colours 0..k), or None: a short
+    TabuCol run (QUICK_STEPS_PER_VERTEX moves per vertex) from `colouring` with its smallest
+    class uncoloured and the top colour renamed into its place, which settles most steps at
+    once; then PartialCol and a long TabuCol run from the same start; then HEA with PartialCol,
+    then with TabuCol, halving what is left of `step_budget` (module docstring)."""
+    n, k = len(nbrs), int(colouring.max())
+    drop = int(np.argmin(np.bincount(colouring, minlength=k + 1)))
+    start = np.where(colouring == drop, -1, colouring)
+    start[start == k] = drop
+    found, count = tabucol(nbrs, k, start, QUICK_STEPS_PER_VERTEX * n, rng)
+    if count == 0:
+        return found
+    found, count = partialcol(nbrs, k, start, PARTIAL_STEPS_PER_VERTEX * n, rng)
+    if count == 0:
+        return found
+    found, count = tabucol(nbrs, k, start, LONG_STEPS_PER_VERTEX * n, rng)
+    if count == 0:
+        return found
+    half = (step_budget(n) - (QUICK_STEPS_PER_VERTEX + PARTIAL_STEPS_PER_VERTEX + LONG_STEPS_PER_VERTEX) * n) // 2
+    found = hybrid(nbrs, colouring, half, rng, partial=True)
+    return found if found is not None else hybrid(nbrs, colouring, half, rng, partial=False)
 
 
 def heuristic(data: dict) -> list[int]:
     adj = _adjacency(data)
-    best = dsatur(adj)
+    nbrs = [np.asarray(a, dtype=np.intp) for a in adj]
+    best = np.asarray(dsatur(adj), dtype=np.int64) - 1
     lower = len(large_clique(data))
-    iterations = min(MAX_ITERATIONS, max(ITERATIONS, ITERATIONS_PER_VERTEX * data["n"]))
     rng = np.random.default_rng(0)
-    while max(best) > lower:
-        better = tabucol(adj, max(best) - 1, best, iterations, rng)
+    while data["n"] and best.max() + 1 > lower:
+        better = fewer_colours(nbrs, best, rng)
         if better is None:
             break
         best = better
-    return best
+    return [int(c) + 1 for c in best]
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:
