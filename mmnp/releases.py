@@ -40,7 +40,7 @@ RECORDED: dict[str, dict[str, Any]] = {
         "instances": 1020,
         "benchmark_hash": "18559e8d1a6caf67f1bef62f05e10e3da06e40589eecc309987131a9b5828506",
         "references": {
-            "9.15.6755": {"references_hash": "c06dd0af04d95ddf9e2becb42de26af2e31b3540d8a8685f4f2f8e0dafa87641", "proven_optima": 976},
+            "9.15.6755": {"references_hash": "ddbcefd9f124f06d8ba650d2b97c338e6d28b9b90b6fe109754475999243f4cf", "proven_optima": 976},
         },
     },
     "mm-np-bench-v2": {
@@ -48,7 +48,7 @@ RECORDED: dict[str, dict[str, Any]] = {
         "instances": 1020,
         "benchmark_hash": "fdf15524ae1c76e66d8a6dce4afd870577eb0bc27c1e593c0c259bb03d1183ef",
         "references": {
-            "9.15.6755": {"references_hash": "806b36ffe192de40a69e91bca880d69383544158bc6653a91e2d26dc53a15194", "proven_optima": 976},
+            "9.15.6755": {"references_hash": "14466464ab1b525ecda4bfea973074a4a241305e85d64e8c0111675944cb023f", "proven_optima": 976},
         },
     },
 }
