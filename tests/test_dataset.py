@@ -157,6 +157,9 @@ def test_a_killed_generate_resumes_instance_by_instance_to_a_straight_runs_bytes
 
 SOLVE_AND_INTERRUPT = textwrap.dedent("""
     import os, signal, threading, mmnp
+    # Python's Ctrl-C handler, as at a terminal: a child of a background job (`cmd &` in a script)
+    # inherits SIGINT ignored, and Python then leaves it ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from ortools.sat.python import cp_model  # imported before the timer starts (1+ s on a loaded machine)
     from mmnp.solvers import min_bisection
     data = mmnp.get_task("min_bisection").generate("L6", 1).data  # CP-SAT cannot close it in 60 s
