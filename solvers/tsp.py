@@ -160,7 +160,7 @@ def _improve(tour: list[int], table: list[list[int]], neighbours: list[list[int]
                 # predecessor
                 prev = tour[ia - 1]
                 best = None
-                for k in (1, 2, 3) if n > 5 else (1, 2) if n > 4 else (1,) if n > 3 else ():
+                for k in range(1, min(3, n - 3) + 1):  # a segment leaves at least 3 cities outside it
                     last, nxt = tour[(ia + k - 1) % n], tour[(ia + k) % n]
                     removal = table[prev][a] + table[last][nxt] - table[prev][nxt]
                     if removal <= 0:
