@@ -90,12 +90,13 @@ def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont | ImageFont.Im
     return ImageFont.truetype(path, size)
 
 
-_COVERAGE = [min(AA_LEVELS, (v * AA_LEVELS + 127) // 255) for v in range(256)]  # grey -> coverage level
-_FOOTPRINT = [0] + [255] * 255  # any coverage -> pasted
+# byte maps for bytes.translate (Image.point rounds its table in Python on every call)
+_COVERAGE = bytes(min(AA_LEVELS, (v * AA_LEVELS + 127) // 255) for v in range(256))  # grey -> coverage level
+_FOOTPRINT = bytes([0] + [255] * 255)  # any coverage -> pasted
 
 
 @lru_cache(maxsize=None)
-def _shade_lut(colour: int, bg: int) -> tuple[int, ...]:
+def _shade_lut(colour: int, bg: int) -> bytes:
     """Coverage level -> palette index: `bg`, the blends of `colour` over it, `colour`
     (a solid colour from half coverage where no blend is in the palette)."""
     ramp = _RAMP.get((colour, bg))
@@ -103,7 +104,7 @@ def _shade_lut(colour: int, bg: int) -> tuple[int, ...]:
         lut = [bg] + [bg if k < AA_LEVELS / 2 else colour for k in range(1, AA_LEVELS)] + [colour]
     else:
         lut = [bg] + [ramp + k - 1 for k in range(1, AA_LEVELS)] + [colour]
-    return tuple(lut + [colour] * (256 - len(lut)))
+    return bytes(lut + [colour] * (256 - len(lut)))
 
 
 @lru_cache(maxsize=50_000)
@@ -117,9 +118,9 @@ def _text_tile(s: str, size: int, bold: bool, anchor: str, colour: int, bg: int)
     w, h = max(1, right - left), max(1, bottom - top)
     grey = Image.new("L", (w, h), 0)
     ImageDraw.Draw(grey).text((-left, -top), s, fill=255, font=f, anchor=anchor)
-    level = grey.point(_COVERAGE)
-    tile = Image.frombytes("P", (w, h), level.point(list(_shade_lut(colour, bg))).tobytes())
-    footprint = level.point(_FOOTPRINT).convert("1")
+    level = grey.tobytes().translate(_COVERAGE)
+    tile = Image.frombytes("P", (w, h), level.translate(_shade_lut(colour, bg)))
+    footprint = Image.frombytes("L", (w, h), level.translate(_FOOTPRINT)).convert("1")
     return tile.im, footprint.im, left, top, w, h
 
 
