@@ -1,16 +1,22 @@
 """Set cover: greedy (most new elements), redundancy removal, a Lagrangian/packing lower bound, a
 small branch and bound, then row-weighting local search (RWLS: Gao, Yao, Weise & Li, EJOR 2015,
-for unicost set cover); CP-SAT exact.
+for unicost set cover), run again with a second seed; CP-SAT exact.
 
-The local search stops when it reaches the lower bound, after min(400 steps per subset, WORK list
-updates' worth of steps), or after min(100,000, max(100 per subset, PATIENCE_WORK
-updates' worth)) steps without a smaller cover: deterministic (a seeded draw per step), no wall
-clock. Measured on OR-Library (one core): scp4x-6x 2-10 CPU s, scpa 10-25 s, scpclr13 and STS729
-tens of seconds. Where mmnp differs from the paper: one run from greedy's cover with seed 0 and a
-step budget (the paper: 10 seeded runs to a time limit); weights grow lazily (same choices,
-checked step by step in tests/test_heuristic_set_cover.py); configuration checking re-enables a
-subset when an element it holds changes between covered and uncovered (the paper: when any
-neighbouring subset changes), so a step costs only the elements whose coverage changes."""
+Budget (deterministic: seeded draws, no wall clock): the exact search stops after NODES nodes or
+NODE_WORDS words of bit-set work (on STS729's 88,452 elements it used to spend 135 CPU s to find
+one subset fewer than greedy). Then RUNS local searches from greedy's cover, seeds 0 and 1, share
+min(400 steps per subset, WORK list updates' worth) steps; each run stops at the lower bound or
+after min(100,000, max(100 per subset, PATIENCE_WORK updates' worth)) steps without a smaller
+cover. The first run, seed 0 with the whole budget before it, can only be improved on. Measured
+on OR-Library (one core): scp4x 3-5 CPU s, scp5x 5-9, scp6x 8-12, scpa and scpe 11-16, scpclr13 28,
+STS729 16 (646 for 617: its budget of 48,000 steps ends on a plateau, seed 0 stays at 646 from
+step 12,000 to 95,000 and reaches 639 at 136,000, about 55 s). Where mmnp differs from the paper: two seeded runs within a step
+budget (the paper: 10 seeded runs to a time limit, in C, millions of steps a second where this
+one makes 20-100 thousand; scpa1-4 stay one above the optimum within 250,000 steps a seed);
+weights grow lazily (same choices, checked step by step in tests/test_heuristic_set_cover.py);
+configuration checking re-enables a subset when an element it holds changes between covered and
+uncovered (the paper and pinam45/USCP's rwls.cpp: also between once and twice covered, measured
+no better here on scpa1 and scp51), so a step costs only the elements whose coverage changes."""
 
 from __future__ import annotations
 
@@ -20,15 +26,20 @@ import numpy as np
 
 from mmnp.solvers import cpsat
 
-WORK = 50_000_000  # the local search's budget in list updates (a step costs about a subset's size, an
-#   element's holders and a scan of the chosen subsets: `_step_cost`): 5-25 CPU s on OR-Library
-STEPS_PER_SUBSET = 400  # ... and at most this many steps per subset
-PATIENCE = 100_000  # steps without a smaller cover before the search stops
+RUNS = 2  # independent local searches (seeds 0..RUNS-1, each from greedy's cover): RWLS's time
+#   to a better cover is heavy-tailed, a run stuck at optimum + 1 is often freed by another seed
+WORK = 50_000_000  # the local searches' budget, all runs together, in list updates (a step costs
+#   about a subset's size, an element's holders and a scan of the chosen subsets: `_step_cost`)
+STEPS_PER_SUBSET = 400  # ... and at most this many steps per subset, all runs together
+PATIENCE = 100_000  # steps without a smaller cover before a run stops
 PATIENCE_PER_SUBSET = 100  # ... or this many per subset, if fewer,
 PATIENCE_WORK = 400_000  # ... but never fewer than this many list updates' worth
 BOUND_ROUNDS = 60  # subgradient steps of the Lagrangian bound
 _SHIFT = 40  # bits of a timestamp in the local search's ranks
-NODES = 20_000  # nodes of the exact search before the local search takes over
+NODES = 20_000  # nodes of the exact search before the local search takes over,
+NODE_WORDS = 1 << 24  # ... or this many machine words of bit-set operations (a node scans its
+#   uncovered elements, each scan a bit set of the universe: this bites only on universes of
+#   thousands of elements, where a node costs a second and the search cannot finish anyway)
 
 
 def _matrix(data: dict) -> np.ndarray:
@@ -64,20 +75,22 @@ def lower_bound(a: np.ndarray, upper: int) -> int:
     """A lower bound on the cover size: the packing bound (elements no two of which share a
     subset each need their own), or the Lagrangian bound max_u sum(u) - sum_s max(0, u(s) - 1)
     (element prices u >= 0, improved by subgradient steps), whichever is larger; every value
-    of the Lagrangian function is a valid bound."""
-    a64 = a.astype(np.float64)
+    of the Lagrangian function is a valid bound. Products through the memberships, not the dense
+    matrix (STS729's would be half a gigabyte of floats)."""
+    m, universe = a.shape
+    subset_of, element_of = np.nonzero(a)  # the memberships
     best = float(packing_bound(a))
-    u = np.full(a.shape[1], 1.0 / max(1, a.sum(0).max()))
+    u = np.full(universe, 1.0 / max(1, a.sum(0).max()))
     step = 1.0
     for _ in range(BOUND_ROUNDS):
-        price = a64 @ u
+        price = np.bincount(subset_of, weights=u[element_of], minlength=m)
         value = u.sum() - np.maximum(price - 1, 0).sum()
         if value > best + 1e-9:
             best = value
         if np.ceil(best - 1e-6) >= upper:
             break
-        taken = price > 1  # the Lagrangian's chosen subsets
-        g = 1 - taken.astype(np.float64) @ a64  # subgradient: 1 - times covered
+        taken = (price > 1).astype(np.float64)  # the Lagrangian's chosen subsets
+        g = 1 - np.bincount(element_of, weights=taken[subset_of], minlength=universe)  # 1 - times covered
         norm = float(g @ g)
         if norm == 0:
             break
@@ -101,6 +114,12 @@ def packing_bound(a: np.ndarray) -> int:
 
 def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patience: int,
                  seed: int = 0) -> np.ndarray:
+    """One run of RWLS (`_search`): the smallest cover it found."""
+    return _search(a, start, bound, steps, patience, seed)[0]
+
+
+def _search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patience: int,
+            seed: int) -> tuple[np.ndarray, int]:
     """RWLS (Gao, Yao, Weise & Li, EJOR 2015), the unicost set cover's row-weighting local
     search. Each cover found is recorded and the chosen subset losing the least weight leaves
     (oldest first) until an element is uncovered; then each step drops the chosen subset losing
@@ -179,7 +198,7 @@ def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patie
             if len(inside) < best_size:
                 best, best_size, last_better = list(inside), len(inside), step
             if best_size <= bound:
-                return _mask(best, m)
+                return _mask(best, m), step
             remove(min(inside, key=rank.__getitem__))
         if tabu >= 0 and chosen[tabu] and len(inside) > 1:
             rank[tabu] += 1 << 200  # out of reach for this choice (the removal may still change its loss)
@@ -216,7 +235,7 @@ def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patie
         rank[t] = gained * unit | step << ids | t
         tabu = t
         clock += 1
-    return _mask(best, m)
+    return _mask(best, m), step
 
 
 def _mask(members: list[int], m: int) -> np.ndarray:
@@ -227,20 +246,39 @@ def _mask(members: list[int], m: int) -> np.ndarray:
 
 def heuristic(data: dict) -> list[int]:
     """Greedy cover, pruned; then, unless the lower bound proves it optimal, the exact search
-    within NODES nodes, and the local search when that does not finish (its budget grows
-    with the number of subsets)."""
+    within its budget, and when that does not finish RUNS local searches from greedy's cover
+    (seeds 0, 1, ...), the smallest cover kept; the runs share one step budget, which grows with
+    the number of subsets."""
     a = _matrix(data)
     m = len(a)
     chosen = greedy(a)
     bound = lower_bound(a, int(chosen.sum()))
     if chosen.sum() > bound:
-        found, finished = branch_and_bound(data, chosen, bound, NODES)
+        found, finished = branch_and_bound(data, chosen, bound, NODES, NODE_WORDS)
         if finished:
             return found
         cost = _step_cost(a, chosen)
-        chosen = local_search(a, chosen, bound, min(STEPS_PER_SUBSET * m, WORK // cost),
-                              min(PATIENCE, max(PATIENCE_PER_SUBSET * m, PATIENCE_WORK // cost)))
+        chosen = restarts(a, chosen, bound, min(STEPS_PER_SUBSET * m, WORK // cost),
+                          min(PATIENCE, max(PATIENCE_PER_SUBSET * m, PATIENCE_WORK // cost)), RUNS)
     return [int(i) for i in np.flatnonzero(chosen)]
+
+
+def restarts(a: np.ndarray, start: np.ndarray, bound: int, budget: int, patience: int,
+             runs: int) -> np.ndarray:
+    """Up to `runs` local searches from `start` with seeds 0, 1, ..., each stopping after
+    `patience` steps without a smaller cover, all together within `budget` steps: the smallest
+    cover (the first found at that size). Independent runs, as in the paper's experiments: its
+    time to a better cover is heavy-tailed (scp51: seed 0 stays at 35 for a million steps, seeds
+    1-3 reach 34 within 130,000)."""
+    best = start
+    for seed in range(runs):
+        if budget <= 0 or best.sum() <= bound:
+            break
+        found, spent = _search(a, start, bound, budget, patience, seed)
+        if found.sum() < best.sum():
+            best = found
+        budget -= spent
+    return best
 
 
 def _step_cost(a: np.ndarray, start: np.ndarray) -> int:
@@ -251,22 +289,25 @@ def _step_cost(a: np.ndarray, start: np.ndarray) -> int:
     return max(1, memberships // a.shape[0] + memberships // a.shape[1] + int(start.sum()))
 
 
-def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int) -> tuple[list[int], bool]:
+def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int,
+                     words: int = NODE_WORDS) -> tuple[list[int], bool]:
     """Depth-first search on bit sets: branch on the uncovered element with the fewest
     subsets left to cover it (the i-th branch takes its i-th subset, by most new elements,
     and rules out the ones before); prune when the cover so far plus a packing bound on the
     uncovered elements cannot beat the best. Returns the best cover and whether the search
-    finished within `nodes` (then it is optimal)."""
+    finished within `nodes` nodes and `words` words of bit-set work (then it is optimal)."""
     subsets = [sum(1 << (e - 1) for e in members) for members in data["subsets"]]
     holders = _holder_masks(subsets, data["universe"])
     full = (1 << data["universe"]) - 1
     best = [int(i) for i in np.flatnonzero(start)]
-    spent = 0
+    width = data["universe"] // 64 + 1  # words in a bit set of the universe
+    spent, work = 0, 0
 
     def search(covered: int, allowed: int, picked: list[int]) -> None:
-        nonlocal best, spent
+        nonlocal best, spent, work
         spent += 1
-        if spent > nodes:
+        work += (full & ~covered).bit_count() * width  # the scans of its uncovered elements
+        if spent > nodes or work > words:
             raise _Budget
         if covered == full:
             if len(picked) < len(best):

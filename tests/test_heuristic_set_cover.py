@@ -119,3 +119,37 @@ def test_published_sts_and_clr_covers_within_budget():
         start = set_cover.greedy(a)
         assert start.sum() > best
         assert set_cover.local_search(a, start, best, 20_000, 20_000).sum() == best, name
+
+
+def test_restarts_free_a_stuck_run_within_one_shared_budget():
+    """OR-Library scp41 (38) and scp61 (21), both shipped: with 10,000 steps of patience the
+    seed-0 run stops one above the optimum, the restarts (seeds 1, 2) reach it; and the runs
+    share one budget: a budget that seed 0's run alone spends leaves no second run."""
+    from mmnp.importers import classic_instances
+
+    classic = {i.name: i for i in classic_instances() if i.task == "set_cover"}
+    for name, best in (("scp41", 38), ("scp61", 21)):
+        a = set_cover._matrix(classic[name].data)
+        start = set_cover.greedy(a)
+        alone, spent = set_cover._search(a, start, best, 100_000, 10_000, 0)
+        assert alone.sum() == best + 1, name
+        found = set_cover.restarts(a, start, best, 100_000, 10_000, 3)
+        assert found.sum() == best and a[found].max(0).min() == 1, name
+        assert set_cover.restarts(a, start, best, spent, 10_000, 3).sum() == best + 1, name
+
+
+def test_exact_search_stops_at_its_bit_set_work_budget():
+    """The exact search's second budget, in words of bit-set work: a planted instance it solves
+    within its node budget is left unfinished (greedy's cover returned) when the words run out."""
+    rng = np.random.default_rng(3)
+    universe, planted = 200, 5
+    owner = rng.permutation(np.arange(universe) % planted)
+    subsets = [sorted(int(e) + 1 for e in np.flatnonzero(owner == j)) for j in range(planted)]
+    subsets += [sorted(int(e) + 1 for e in rng.choice(universe, 60, replace=False)) for _ in range(25)]
+    data = {"universe": universe, "subsets": subsets}
+    a = set_cover._matrix(data)
+    start = set_cover.greedy(a)
+    found, finished = set_cover.branch_and_bound(data, start, 1, set_cover.NODES)
+    assert finished and len(found) == planted
+    found, finished = set_cover.branch_and_bound(data, start, 1, set_cover.NODES, words=4 * 200)
+    assert not finished and found == np.flatnonzero(start).tolist()
