@@ -15,7 +15,7 @@ from mmnp.solvers import cpsat
 STARTS = 4
 LARGE = 100  # vertices beyond which one start is tried, then iterated KL
 KICKS = 20  # perturbations of the iterated KL on large graphs
-_NONE = np.iinfo(np.int64).min // 4  # gain of a pair that may not swap
+_NONE = np.iinfo(np.int64).min // 4  # gain of a vertex that may not move
 
 
 def _matrix(data: dict) -> np.ndarray:

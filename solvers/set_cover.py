@@ -113,13 +113,7 @@ def packing_bound(a: np.ndarray) -> int:
 
 
 def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patience: int,
-                 seed: int = 0) -> np.ndarray:
-    """One run of RWLS (`_search`): the smallest cover it found."""
-    return _search(a, start, bound, steps, patience, seed)[0]
-
-
-def _search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patience: int,
-            seed: int) -> tuple[np.ndarray, int]:
+                 seed: int = 0) -> tuple[np.ndarray, int]:
     """RWLS (Gao, Yao, Weise & Li, EJOR 2015), the unicost set cover's row-weighting local
     search. Each cover found is recorded and the chosen subset losing the least weight leaves
     (oldest first) until an element is uncovered; then each step drops the chosen subset losing
@@ -274,7 +268,7 @@ def restarts(a: np.ndarray, start: np.ndarray, bound: int, budget: int, patience
     for seed in range(runs):
         if budget <= 0 or best.sum() <= bound:
             break
-        found, spent = _search(a, start, bound, budget, patience, seed)
+        found, spent = local_search(a, start, bound, budget, patience, seed)
         if found.sum() < best.sum():
             best = found
         budget -= spent

@@ -87,7 +87,7 @@ def test_lazy_weights_follow_the_plain_reading_step_by_step():
         a = _random_instance(seed)
         start = set_cover.greedy(a)
         for steps in (1, 7, 60, 400):
-            fast = np.flatnonzero(set_cover.local_search(a, start, 0, steps, steps)).tolist()
+            fast = np.flatnonzero(set_cover.local_search(a, start, 0, steps, steps)[0]).tolist()
             assert fast == _plain_rwls(a, start, 0, steps), (seed, steps)
 
 
@@ -103,9 +103,9 @@ def test_the_search_stops_at_the_bound_and_keeps_its_best():
     for s in range(planted, 40):
         a[s, rng.choice(universe, 18, replace=False)] = 1
     start = set_cover.greedy(a)
-    found = set_cover.local_search(a, start, planted, 50_000, 50_000)
+    found = set_cover.local_search(a, start, planted, 50_000, 50_000)[0]
     assert found.sum() == planted and a[found].max(0).min() == 1
-    assert set_cover.local_search(a, start, 0, 0, 0).sum() == start.sum()
+    assert set_cover.local_search(a, start, 0, 0, 0)[0].sum() == start.sum()
 
 
 def test_published_sts_and_clr_covers_within_budget():
@@ -118,7 +118,7 @@ def test_published_sts_and_clr_covers_within_budget():
         a = set_cover._matrix(classic[name].data)
         start = set_cover.greedy(a)
         assert start.sum() > best
-        assert set_cover.local_search(a, start, best, 20_000, 20_000).sum() == best, name
+        assert set_cover.local_search(a, start, best, 20_000, 20_000)[0].sum() == best, name
 
 
 def test_restarts_free_a_stuck_run_within_one_shared_budget():
@@ -131,7 +131,7 @@ def test_restarts_free_a_stuck_run_within_one_shared_budget():
     for name, best in (("scp41", 38), ("scp61", 21)):
         a = set_cover._matrix(classic[name].data)
         start = set_cover.greedy(a)
-        alone, spent = set_cover._search(a, start, best, 100_000, 10_000, 0)
+        alone, spent = set_cover.local_search(a, start, best, 100_000, 10_000, 0)
         assert alone.sum() == best + 1, name
         found = set_cover.restarts(a, start, best, 100_000, 10_000, 3)
         assert found.sum() == best and a[found].max(0).min() == 1, name
