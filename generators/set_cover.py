@@ -34,8 +34,12 @@ PRESETS = {
 LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
     {"universe": (6, 10), "subsets": (4, 6)}, "easy", "medium", "hard",
     {"universe": (30, 40), "subsets": (25, 35)}, {"universe": (40, 50), "subsets": (35, 45)},
-    {"universe": (50, 65), "subsets": (45, 60)}, {"universe": (65, 80), "subsets": (60, 75)},
-    {"universe": (80, 100), "subsets": (75, 90)}, {"universe": (100, 120), "subsets": (90, 110)},
+    # from L7 smaller subsets: optima of 9-16 subsets instead of 5-9, which a branch and bound
+    # with the cardinality bound no longer proves in a second from L9 (CP-SAT's bound is trivial)
+    {"universe": (50, 65), "subsets": (45, 60), "other_size": (0.10, 0.20), "planted_fraction": (0.20, 0.30)},
+    {"universe": (65, 80), "subsets": (60, 75), "other_size": (0.08, 0.16), "planted_fraction": (0.18, 0.28)},
+    {"universe": (80, 100), "subsets": (75, 90), "other_size": (0.07, 0.14), "planted_fraction": (0.16, 0.26)},
+    {"universe": (100, 120), "subsets": (90, 110), "other_size": (0.06, 0.12), "planted_fraction": (0.15, 0.25)},
 )
 
 FORMAT = answer_instructions(

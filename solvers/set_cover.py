@@ -2,13 +2,14 @@
 small branch and bound, then row-weighting local search (RWLS: Gao, Yao, Weise & Li, EJOR 2015,
 for unicost set cover), run again with a second seed. Exact: CP-SAT, then, when it does not prove
 its cover optimal, the branch and bound again from CP-SAT's cover with a budget that grows with
-the time limit (CP-SAT's LP bound is trivial on the generated covers from L7; the search proves
-them).
+the time limit (CP-SAT's LP bound is trivial on the generated covers from L7, where the search
+still proves L7 and L8: docs/levels.md).
 
 Budget (deterministic: seeded draws, no wall clock): the exact search stops after NODE_WORDS words
-of bit-set work, about a CPU second (or NODES nodes); with its cardinality bound it proves the
-optimum of 20/20 generated L8 and L9 covers and 18/20 L10 ones (the local search then never
-runs), and on OR-Library's scpe1-3 and scpe5. Then RUNS local searches from greedy's cover, seeds 0 and 1, share
+of bit-set work, about a tenth of a CPU second (what its former cap of 20,000 nodes cost on
+these sizes); its cardinality bound settles the generated covers to L7 there (the local search
+then never runs: L7 0.1 -> 0.03 CPU s), and L8-L10's sizes with the wide subsets of L6 7, 2 and
+1 times in 10. Then RUNS local searches from greedy's cover, seeds 0 and 1, share
 min(400 steps per subset, WORK list updates' worth) steps; each run stops at the lower bound or
 after min(100,000, max(100 per subset, PATIENCE_WORK updates' worth)) steps without a smaller
 cover. The first run, seed 0 with the whole budget before it, can only be improved on. Measured
@@ -41,12 +42,13 @@ PATIENCE_PER_SUBSET = 100  # ... or this many per subset, if fewer,
 PATIENCE_WORK = 400_000  # ... but never fewer than this many list updates' worth
 BOUND_ROUNDS = 60  # subgradient steps of the Lagrangian bound
 _SHIFT = 40  # bits of a timestamp in the local search's ranks
-NODE_WORDS = 1 << 24  # machine words of bit-set operations the exact search may spend before the
+NODE_WORDS = 1 << 20  # machine words of bit-set operations the exact search may spend before the
 #   local search takes over (a node scans its uncovered elements, each a bit set of the universe,
 #   and the subsets holding them for its bound; on STS729's 88,452 elements a node costs a second)
 NODES = 100_000  # ... or this many nodes (the words run out first on every instance measured)
 EXACT_WORDS_PER_SECOND = 1 << 23  # the exact solver's bit-set search, when CP-SAT does not prove the
-#   optimum: this many words per deterministic second of its time limit (about half a CPU second)
+#   optimum: this many words per deterministic second of its time limit (about half a CPU second;
+#   at 1 s it proves the generated L7 and L8 covers 10/10, L9 1/10, L10 none)
 
 
 def _matrix(data: dict) -> np.ndarray:
@@ -297,8 +299,9 @@ def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int,
     and rules out the ones before); prune when the cover so far plus a bound on the uncovered
     elements cannot beat the best: a packing (elements no two of which share a subset), or
     the fewest subsets whose sizes on the uncovered elements, largest first, add up to their
-    number (on the generated L8-L10 covers this prunes 10-50x more nodes than the packing). Returns the best cover and whether the search
-    finished within `nodes` nodes and `words` words of bit-set work (then it is optimal)."""
+    number (on covers of L8-L10's size with wide subsets it leaves 10-50x fewer nodes than the
+    packing alone). Returns the best cover and whether the search finished within `nodes`
+    nodes and `words` words of bit-set work (then it is optimal)."""
     subsets = [sum(1 << (e - 1) for e in members) for members in data["subsets"]]
     holders = _holder_masks(subsets, data["universe"])
     full = (1 << data["universe"]) - 1
