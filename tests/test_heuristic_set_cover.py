@@ -184,19 +184,26 @@ WIDE_L8 = {"other_size": (0.15, 0.35), "planted_fraction": (0.25, 0.4)}
 def test_cardinality_bound_proves_generated_covers_the_packing_bound_cannot():
     """On covers of L8's size with wide subsets the exact search finishes within 8,000 nodes
     (with the packing bound alone it needs 20,000-40,000), at a cover no larger than CP-SAT's
-    best (CP-SAT proves two of these four only after 10 CPU s, two not within 30)."""
+    best on its own model (it proves two of these four only after 10 CPU s, two not within 30)."""
+    from ortools.sat.python import cp_model
+
     from mmnp.registry import get_task
+    from mmnp.solvers import cpsat
 
     task = get_task("set_cover")
     for seed in (0, 2, 6, 7):
         data = task.generate("L8", seed, **WIDE_L8).data
         a = set_cover._matrix(data)
-        start = set_cover.greedy(a)
-        found, finished = set_cover.branch_and_bound(data, start, 1, 8_000, words=1 << 40)
+        found, finished = set_cover.branch_and_bound(data, set_cover.greedy(a), 1, 8_000, words=1 << 40)
         assert finished, seed
         assert a[found].max(0).min() == 1
-        exact, _ = set_cover.optimal(data, 2.0, [int(i) for i in np.flatnonzero(start)])
-        assert len(found) <= len(exact), seed
+        model = cp_model.CpModel()
+        x = [model.NewBoolVar("") for _ in data["subsets"]]
+        for column in a.T:
+            model.AddBoolOr([x[i] for i in np.flatnonzero(column)])
+        model.Minimize(sum(x))
+        solver, _ = cpsat.solve(model, 2.0)
+        assert len(found) <= solver.objective_value, seed
 
 
 def test_exact_solver_proves_by_bit_set_search_what_cp_sat_cannot():
@@ -217,3 +224,24 @@ def test_exact_solver_proves_by_bit_set_search_what_cp_sat_cannot():
         assert set().union(*(data["subsets"][i] for i in cover)) == set(range(1, data["universe"] + 1))
         assert work["deterministic_time"] >= 0.9 * limit  # CP-SAT ran to its limit: the proof is the search's
         assert set_cover.optimal(data, limit, list(range(len(data["subsets"])))) == (cover, True), seed
+
+
+def test_an_unproven_exact_answer_keeps_the_searchs_smaller_cover():
+    """At L10 neither CP-SAT nor the search proves the optimum in 1 deterministic second; the
+    exact answer is then the search's cover, smaller than CP-SAT's on the same model."""
+    from ortools.sat.python import cp_model
+
+    from mmnp.registry import get_task
+    from mmnp.solvers import cpsat
+
+    data = get_task("set_cover").generate("L10", 4).data
+    cover, proven = set_cover.optimal(data, 1.0, list(range(len(data["subsets"]))))
+    model = cp_model.CpModel()
+    x = [model.NewBoolVar("") for _ in data["subsets"]]
+    for e in range(1, data["universe"] + 1):
+        model.AddBoolOr([x[i] for i, s in enumerate(data["subsets"]) if e in s])
+    model.Minimize(sum(x))
+    solver, cp_sat_proven = cpsat.solve(model, 1.0)
+    assert not proven and not cp_sat_proven
+    assert len(cover) < solver.objective_value
+    assert set().union(*(data["subsets"][i] for i in cover)) == set(range(1, data["universe"] + 1))
