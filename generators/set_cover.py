@@ -13,7 +13,7 @@ from mmnp.render import (BLACK, DARK_GREY, DEFAULT_SIZE, FAINT_RED, GREY, HIGHLI
 from mmnp.transcribe import Form, as_int, as_list, scalar
 
 CATEGORY = "selection"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
-VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
+VERSION = 3  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds; 3: L7-L10 draw smaller subsets (L1-L6 unchanged)
 
 MIN_CELL = 21.5  # px at the default size: the smallest incidence cell whose element number stays legible
 
@@ -34,8 +34,12 @@ PRESETS = {
 LEVELS = (  # L1..L10 (`mmnp.levels`): a preset name, or the Config fields that differ from its defaults
     {"universe": (6, 10), "subsets": (4, 6)}, "easy", "medium", "hard",
     {"universe": (30, 40), "subsets": (25, 35)}, {"universe": (40, 50), "subsets": (35, 45)},
-    {"universe": (50, 65), "subsets": (45, 60)}, {"universe": (65, 80), "subsets": (60, 75)},
-    {"universe": (80, 100), "subsets": (75, 90)}, {"universe": (100, 120), "subsets": (90, 110)},
+    # from L7 smaller subsets: covers of 8-20 subsets instead of 5-9, which a branch and bound
+    # with the cardinality bound no longer proves in a second from L9 (CP-SAT's bound is trivial)
+    {"universe": (50, 65), "subsets": (45, 60), "other_size": (0.10, 0.20), "planted_fraction": (0.20, 0.30)},
+    {"universe": (65, 80), "subsets": (60, 75), "other_size": (0.08, 0.16), "planted_fraction": (0.18, 0.28)},
+    {"universe": (80, 100), "subsets": (75, 90), "other_size": (0.07, 0.14), "planted_fraction": (0.16, 0.26)},
+    {"universe": (100, 120), "subsets": (90, 110), "other_size": (0.06, 0.12), "planted_fraction": (0.15, 0.25)},
 )
 
 FORMAT = answer_instructions(

@@ -10,7 +10,7 @@ The dataset has the layout `mmnp generate` writes (`manifest.json`, `<task>/<sha
 pictures), so `mmnp eval` and `mmnp show` read it as any other. Each record's reference holds
 the heuristic's and the exact solver's answers as usual, and, where a published optimum is
 known, `reference["published"] = {"objective", "proven", "source", "name"}`; the exact
-solver's `proven` is true when CP-SAT proved it or it reaches a proven published optimum.
+solver's `proven` is true when the exact solver proved it or it reaches a proven published optimum.
 
 Bounds (the MAX_* constants below, checked before anything is allocated for them): files up to
 8 MiB; graphs up to 1,000 vertices and 50,000 edges (a complement too); TSPLIB up to 1,000
@@ -448,7 +448,7 @@ def check_claim(item: Published, task: Task, heuristic: float, found: float, pro
                 bound: float | None) -> None:
     """Refuse a published optimum that the instance's own solutions contradict: a proven one
     worse than a feasible solution found (the heuristic's, the exact solver's), or any better
-    than an optimum CP-SAT proved or than its proven bound. A wrong claim would otherwise
+    than an optimum the exact solver proved or than CP-SAT's proven bound. A wrong claim would otherwise
     make every model's optimality figures false."""
     claim, where = item.optimum, f"{item.claimed_in or item.file}: {item.name!r}"
     best = found if task.is_better(found, heuristic) else heuristic
@@ -456,7 +456,7 @@ def check_claim(item: Published, task: Task, heuristic: float, found: float, pro
         raise DataError(f"{where}: the claimed proven optimum {claim} is worse than the feasible {best} the "
                         f"reference solvers found for {item.file}; correct the value, or drop it")
     if proven and task.is_better(claim, found):
-        raise DataError(f"{where}: the claimed optimum {claim} is better than {found}, which CP-SAT proved optimal "
+        raise DataError(f"{where}: the claimed optimum {claim} is better than {found}, which the exact solver proved optimal "
                         f"for {item.file}; correct the value, or check that the file is the published one")
     if bound is not None and task.is_better(claim, bound):
         raise DataError(f"{where}: the claimed optimum {claim} is better than CP-SAT's proven bound {bound} for "
