@@ -8,7 +8,8 @@ Columns: size (the main size parameter, mean over the instances), prompt chars (
 prompt's length), gap (the heuristic's mean relative gap to the best known objective), proven
 (share of instances the exact solver proved optimal within the deterministic time limit: CP-SAT,
 and for set cover its bit-set branch and bound after CP-SAT, with a budget set by the limit), bound gap (the
-relative distance from the best known objective to CP-SAT's bound: 0 when proven, 100% when
+relative distance from the best known objective to the recorded bound, CP-SAT's or set cover's
+Lagrangian one where tighter: 0 when proven, 100% when
 CP-SAT found nothing in time or its bound is trivial), dtime (CP-SAT's mean deterministic time, the machine-free
 work measure), branches (its mean search branches), gen s and total s (mean wall seconds for the
 instance with its heuristic reference, and with the exact solver too), rand SR / rand QR (the
@@ -57,7 +58,7 @@ def measure(job: tuple[str, int, int, float]) -> dict:
             qr += task.quality_ratio(verdict.objective, inst.reference_objective) / RANDOM_DRAWS
         assert fast.hash == inst.hash
         optimal = inst.reference["optimal"]
-        bound = optimal.get("bound")  # unproven: CP-SAT's bound; no bound at all when it found nothing
+        bound = optimal.get("bound")  # unproven: the recorded bound; no bound at all when CP-SAT found nothing
         bound_gap = 0.0 if optimal["proven"] else 1.0 if bound is None else abs(optimal["objective"] - bound) / optimal["objective"]
         # stopped by cpsat's wall-clock guard before its deterministic limit: a loaded machine
         capped = not optimal["proven"] and inst.hardness["deterministic_time"] < 0.98 * time_limit
@@ -99,7 +100,7 @@ def plot(cells: list[dict], path: Path) -> None:
 
     panels = [("gap", "heuristic gap to best known (%)", 100, False), ("proven", "exact solver's proof rate", 1, False),
               ("dtime", "CP-SAT deterministic time (s, log)", 1, True),
-              ("bound_gap", "gap between best known and CP-SAT's bound (%)", 100, False)]
+              ("bound_gap", "gap between best known and the recorded bound (%)", 100, False)]
     fig, axes = plt.subplots(2, 2, figsize=(12, 8), constrained_layout=True)
     tasks = list(dict.fromkeys(c["task"] for c in cells))
     colours = plt.get_cmap("tab10")

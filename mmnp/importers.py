@@ -448,7 +448,7 @@ def check_claim(item: Published, task: Task, heuristic: float, found: float, pro
                 bound: float | None) -> None:
     """Refuse a published optimum that the instance's own solutions contradict: a proven one
     worse than a feasible solution found (the heuristic's, the exact solver's), or any better
-    than an optimum the exact solver proved or than CP-SAT's proven bound. A wrong claim would otherwise
+    than an optimum the exact solver proved or than its proven bound. A wrong claim would otherwise
     make every model's optimality figures false."""
     claim, where = item.optimum, f"{item.claimed_in or item.file}: {item.name!r}"
     best = found if task.is_better(found, heuristic) else heuristic
@@ -459,7 +459,7 @@ def check_claim(item: Published, task: Task, heuristic: float, found: float, pro
         raise DataError(f"{where}: the claimed optimum {claim} is better than {found}, which the exact solver proved optimal "
                         f"for {item.file}; correct the value, or check that the file is the published one")
     if bound is not None and task.is_better(claim, bound):
-        raise DataError(f"{where}: the claimed optimum {claim} is better than CP-SAT's proven bound {bound} for "
+        raise DataError(f"{where}: the claimed optimum {claim} is better than the exact solver's proven bound {bound} for "
                         f"{item.file}; correct the value, or check that the file is the published one")
 
 

@@ -229,7 +229,8 @@ class Task:
         return {"objective": objective, "solution": solution}
 
     def _bound(self, bound: float) -> float:
-        """CP-SAT's best objective bound, rounded inward to an integer (every objective is one)."""
+        """The solve's best objective bound (CP-SAT's, or a task's own where tighter:
+        `cpsat.tighten_bound`), rounded inward to an integer (every objective is one)."""
         return float(math.ceil(bound - 1e-6) if self.direction == "min" else math.floor(bound + 1e-6))
 
     def _hardness(self, reference: dict, proven: bool, work: dict) -> dict:

@@ -103,6 +103,13 @@ def settles(solver: cp_model.CpSolver, objective: float, minimize: bool) -> bool
     return objective <= math.ceil(bound - 1e-6) if minimize else objective >= math.floor(bound + 1e-6)
 
 
+def tighten_bound(bound: float, minimize: bool) -> None:
+    """Another valid bound on the optimum (a task's own relaxation) after an unproven solve: the
+    open `effort()` block keeps the tighter of it and CP-SAT's, which the record then carries."""
+    if _effort is not None and _effort["bound"] is not None:
+        _effort["bound"] = max(_effort["bound"], bound) if minimize else min(_effort["bound"], bound)
+
+
 def selected(solver: cp_model.CpSolver, chosen: list[cp_model.IntVar]) -> list[int]:
     return [i for i, var in enumerate(chosen) if solver.Value(var)]
 

@@ -416,10 +416,12 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     # CP-SAT's bound on these covers is its LP's (trivial on the generated ones from L7); the
     # bit-set search with its cardinality bound proves L7-L8 and improves on CP-SAT's cover at
     # L9-L10. It starts from CP-SAT's cover, never the hint: the answer stays a function of the
-    # instance alone (mmnp.solvers.cpsat), and is never worse than CP-SAT's.
+    # instance alone (mmnp.solvers.cpsat), and is never worse than CP-SAT's. An unproven answer
+    # records the Lagrangian bound when it is tighter than CP-SAT's.
     a = _matrix(data)
-    return branch_and_bound(data, _mask(found, len(subsets)), lower_bound(a, len(found)), None,
-                            int(time_limit * EXACT_WORDS_PER_SECOND))
+    bound = lower_bound(a, len(found))
+    cpsat.tighten_bound(bound, minimize=True)  # the Lagrangian bound, where CP-SAT's LP gives 0
+    return branch_and_bound(data, _mask(found, len(subsets)), bound, None, int(time_limit * EXACT_WORDS_PER_SECOND))
 
 
 def random(data: dict, rng: np.random.Generator) -> list[int]:

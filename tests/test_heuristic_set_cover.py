@@ -245,3 +245,23 @@ def test_an_unproven_exact_answer_keeps_the_searchs_smaller_cover():
     assert not proven and not cp_sat_proven
     assert len(cover) < solver.objective_value
     assert set().union(*(data["subsets"][i] for i in cover)) == set(range(1, data["universe"] + 1))
+
+
+def test_an_unproven_reference_records_the_tighter_lagrangian_bound():
+    """CP-SAT's LP bound on an L10 cover is near 0 at its limit; the record carries the tighter
+    Lagrangian bound instead, no larger than the recorded cover."""
+    from ortools.sat.python import cp_model
+
+    from mmnp.registry import get_task
+    from mmnp.solvers import cpsat
+
+    inst = get_task("set_cover").generate("L10", 4, optimal=True, time_limit=1.0)
+    data, optimal = inst.data, inst.reference["optimal"]
+    model = cp_model.CpModel()
+    x = [model.NewBoolVar("") for _ in data["subsets"]]
+    for e in range(1, data["universe"] + 1):
+        model.AddBoolOr([x[i] for i, s in enumerate(data["subsets"]) if e in s])
+    model.Minimize(sum(x))
+    solver, _ = cpsat.solve(model, 1.0)
+    assert not optimal["proven"]
+    assert solver.best_objective_bound + 1 <= optimal["bound"] <= optimal["objective"]

@@ -313,7 +313,7 @@ def test_a_claim_beyond_cp_sats_proven_bound_is_refused():
 
     task = get_task("max_clique")
     item = Published("max_clique", "g", {"n": 3, "edges": [[0, 1]]}, "g.col", optimum=9, claimed_in="o.json")
-    with pytest.raises(DataError, match=r"o.json: 'g': the claimed optimum 9 is better than CP-SAT's proven bound 4"):
+    with pytest.raises(DataError, match=r"o.json: 'g': the claimed optimum 9 is better than the exact solver's proven bound 4"):
         check_claim(item, task, heuristic=2, found=3, proven=False, bound=4)
     check_claim(replace(item, optimum=4), task, heuristic=2, found=3, proven=False, bound=4)
 
