@@ -181,14 +181,26 @@ def test_exact_search_finds_the_optimum_of_small_instances():
 WIDE_L8 = {"other_size": (0.15, 0.35), "planted_fraction": (0.25, 0.4)}
 
 
+def _cp_sat_alone(data: dict, limit: float):
+    """CP-SAT on the exact solver's model (the same constraints in the same order), without
+    mmnp's search after it: (solver, proven)."""
+    from ortools.sat.python import cp_model
+
+    from mmnp.solvers import cpsat
+
+    model = cp_model.CpModel()
+    x = [model.NewBoolVar("") for _ in data["subsets"]]
+    for e in range(1, data["universe"] + 1):
+        model.AddBoolOr([x[i] for i, s in enumerate(data["subsets"]) if e in s])
+    model.Minimize(sum(x))
+    return cpsat.solve(model, limit)
+
+
 def test_cardinality_bound_proves_generated_covers_the_packing_bound_cannot():
     """On covers of L8's size with wide subsets the exact search finishes within 8,000 nodes
     (with the packing bound alone it needs 20,000-40,000), at a cover no larger than CP-SAT's
     best on its own model (it proves two of these four only after 10 CPU s, two not within 30)."""
-    from ortools.sat.python import cp_model
-
     from mmnp.registry import get_task
-    from mmnp.solvers import cpsat
 
     task = get_task("set_cover")
     for seed in (0, 2, 6, 7):
@@ -197,12 +209,7 @@ def test_cardinality_bound_proves_generated_covers_the_packing_bound_cannot():
         found, finished = set_cover.branch_and_bound(data, set_cover.greedy(a), 1, 8_000, words=1 << 40)
         assert finished, seed
         assert a[found].max(0).min() == 1
-        model = cp_model.CpModel()
-        x = [model.NewBoolVar("") for _ in data["subsets"]]
-        for column in a.T:
-            model.AddBoolOr([x[i] for i in np.flatnonzero(column)])
-        model.Minimize(sum(x))
-        solver, _ = cpsat.solve(model, 2.0)
+        solver, _ = _cp_sat_alone(data, 2.0)
         assert len(found) <= solver.objective_value, seed
 
 
@@ -229,19 +236,11 @@ def test_exact_solver_proves_by_bit_set_search_what_cp_sat_cannot():
 def test_an_unproven_exact_answer_keeps_the_searchs_smaller_cover():
     """At L10 neither CP-SAT nor the search proves the optimum in 1 deterministic second; the
     exact answer is then the search's cover, smaller than CP-SAT's on the same model."""
-    from ortools.sat.python import cp_model
-
     from mmnp.registry import get_task
-    from mmnp.solvers import cpsat
 
     data = get_task("set_cover").generate("L10", 4).data
     cover, proven = set_cover.optimal(data, 1.0, list(range(len(data["subsets"]))))
-    model = cp_model.CpModel()
-    x = [model.NewBoolVar("") for _ in data["subsets"]]
-    for e in range(1, data["universe"] + 1):
-        model.AddBoolOr([x[i] for i, s in enumerate(data["subsets"]) if e in s])
-    model.Minimize(sum(x))
-    solver, cp_sat_proven = cpsat.solve(model, 1.0)
+    solver, cp_sat_proven = _cp_sat_alone(data, 1.0)
     assert not proven and not cp_sat_proven
     assert len(cover) < solver.objective_value
     assert set().union(*(data["subsets"][i] for i in cover)) == set(range(1, data["universe"] + 1))
@@ -250,18 +249,10 @@ def test_an_unproven_exact_answer_keeps_the_searchs_smaller_cover():
 def test_an_unproven_reference_records_the_tighter_lagrangian_bound():
     """CP-SAT's LP bound on an L10 cover is near 0 at its limit; the record carries the tighter
     Lagrangian bound instead, no larger than the recorded cover."""
-    from ortools.sat.python import cp_model
-
     from mmnp.registry import get_task
-    from mmnp.solvers import cpsat
 
     inst = get_task("set_cover").generate("L10", 4, optimal=True, time_limit=1.0)
     data, optimal = inst.data, inst.reference["optimal"]
-    model = cp_model.CpModel()
-    x = [model.NewBoolVar("") for _ in data["subsets"]]
-    for e in range(1, data["universe"] + 1):
-        model.AddBoolOr([x[i] for i, s in enumerate(data["subsets"]) if e in s])
-    model.Minimize(sum(x))
-    solver, _ = cpsat.solve(model, 1.0)
+    solver, _ = _cp_sat_alone(data, 1.0)
     assert not optimal["proven"]
     assert solver.best_objective_bound + 1 <= optimal["bound"] <= optimal["objective"]
