@@ -1,7 +1,9 @@
 """Fast, deterministic PNG drawing shared by every task's renderer.
 
 Images are palette ("P" mode) canvases encoded with zlib's RLE strategy: a third of the
-bytes of RGB and several times faster to encode, which is most of an image's cost. Text
+bytes of RGB and several times faster to encode, which is most of an image's cost. The
+deflate runs in zlib-ng (`encode_png`): byte for byte what Pillow's zlib writes, in a third
+of the time. Text
 uses DejaVu Sans (shipped with matplotlib), so the same instance gives the same bytes on
 any machine with the same Pillow.
 """
@@ -9,14 +11,17 @@ any machine with the same Pillow.
 from __future__ import annotations
 
 import importlib.util
-import io
 import math
+import struct
+import threading
+import zlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+from zlib_ng import zlib_ng
 
 from mmnp.layout import Geometry, circle, place
 
@@ -211,9 +216,48 @@ class Canvas:
         self.draw.polygon([(x2, y2), left, right], fill=colour)
 
     def png(self) -> bytes:
-        buf = io.BytesIO()
-        self.image.save(buf, "PNG", compress_level=1, compress_type=3)  # zlib Z_RLE: fast, small
-        return buf.getvalue()
+        return encode_png(self.image)
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_IDAT_BLOCK = 65536  # Pillow's ImageFile.MAXBLOCK: the size of each IDAT chunk it writes but the last
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
+
+
+_buffers = threading.local()
+
+
+def _row_buffer(width: int, height: int) -> np.ndarray:
+    """A (height, width + 1) array whose first column is PNG's filter byte 0 (none) on each row:
+    the first rows of one kept per thread and width (a fresh 600 KB array costs its page
+    faults, half a deflate)."""
+    rows = getattr(_buffers, "rows", None)
+    if rows is None or rows.shape[1] != width + 1 or rows.shape[0] < height:
+        rows = _buffers.rows = np.zeros((max(height, 2 * width), width + 1), np.uint8)
+    return rows[:height]
+
+
+def encode_png(image: Image.Image) -> bytes:
+    """The bytes of `image.save(f, "PNG", compress_level=1, compress_type=3)` for a palette
+    image of 256 colours (every Canvas), with the deflate done by zlib-ng: its RLE strategy
+    emits the same stream as zlib's in a third of the time, a sixth of a picture's cost
+    (tests/test_pictures.py checks the bytes against Pillow's)."""
+    width, height = image.size
+    palette = image.getpalette()
+    if image.mode != "P" or palette is None or len(palette) != 768:
+        raise ValueError(f"encode_png writes 8-bit palette images of 256 colours, not mode {image.mode}")
+    rows = _row_buffer(width, height)
+    rows[:, 1:] = np.frombuffer(image.tobytes(), np.uint8).reshape(height, width)
+    deflate = zlib_ng.compressobj(1, zlib_ng.DEFLATED, 15, 9, zlib_ng.Z_RLE)
+    data = deflate.compress(rows) + deflate.flush()
+    block = max(_IDAT_BLOCK, width * 4)
+    return b"".join([_PNG_SIGNATURE, _png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)),
+                     _png_chunk(b"PLTE", bytes(palette)),
+                     *(_png_chunk(b"IDAT", data[at:at + block]) for at in range(0, len(data), block)),
+                     _png_chunk(b"IEND", b"")])
 
 
 class GraphDrawing:

@@ -119,6 +119,35 @@ def test_strokes_are_at_least_two_pixels_and_text_is_anti_aliased():
     assert ((grey > 30) & (grey < 225)).sum() > 20, "glyph edges should blend into the background"
 
 
+def _pillow_png(image: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, "PNG", compress_level=1, compress_type=3)  # zlib's RLE deflate, as mmnp asks of zlib-ng
+    return buf.getvalue()
+
+
+def test_encode_png_writes_pillows_bytes_with_zlib_ng(task):
+    """The pictures are hashed into the releases: zlib-ng must deflate them byte for byte as
+    Pillow's zlib does, on every task's pictures and on noise that needs several deflate blocks
+    and IDAT chunks (a zlib-ng that changed its RLE stream would change every hash)."""
+    from mmnp.render import encode_png
+
+    for difficulty in ("easy", "hard"):
+        canvas = task.generator.render(task.generate(difficulty, seed=3).data, DEFAULT_SIZE)
+        png = encode_png(canvas.image)
+        assert png == _pillow_png(canvas.image)
+        assert np.array_equal(np.asarray(Image.open(io.BytesIO(png))), np.asarray(canvas.image))
+    rng = np.random.default_rng(hash(task.name) % 2**32)
+    palette = [int(c) for c in rng.integers(0, 256, 768)]
+    chunks = []
+    for levels, width, height in ((256, 1500, 700), (3, 2100, 900), (2, 1, 1)):
+        image = Image.frombytes("P", (width, height), rng.integers(0, levels, width * height, dtype=np.uint8).tobytes())
+        image.putpalette(palette)
+        png = encode_png(image)
+        assert png == _pillow_png(image)
+        chunks.append(png.count(b"IDAT"))
+    assert chunks[0] > 10 and chunks[2] == 1  # 1 MB of noise spans many chunks; one pixel, one
+
+
 def test_every_picture_stays_square_or_taller_and_at_the_requested_width(task):
     for size in (512, 1024):
         img = Image.open(io.BytesIO(task.render(task.generate("hard", seed=2), size)))
