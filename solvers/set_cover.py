@@ -326,28 +326,23 @@ def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int | Non
             return
         # the cardinality bound: the `room` subsets that may still be added to beat the best
         # cover at most the sum of the `room` largest numbers of uncovered elements they hold
-        room, reach, options, left = len(best) - 1 - len(picked), [], 0, rest
+        # (the same scan picks the branching element: the first with the fewest allowed holders,
+        # or the first with at most one)
+        room, reach, union, options, fewest, left = len(best) - 1 - len(picked), [], 0, None, 0, rest
         while left:  # the allowed subsets holding an uncovered element: the others hold none
             low = left & -left
             left ^= low
-            options |= holders[low.bit_length() - 1]
-        options &= allowed
-        while options:
-            low = options & -options
-            options ^= low
+            h = holders[low.bit_length() - 1] & allowed
+            union |= h
+            if options is None or (fewest > 1 and h.bit_count() < fewest):
+                options, fewest = h, h.bit_count()
+        while union:
+            low = union & -union
+            union ^= low
             reach.append((subsets[low.bit_length() - 1] & rest).bit_count())
         work += rest.bit_count() * (subset_width + 2) + len(reach) * (width + 2)  # + 2: a loop turn's cost
         if sum(heapq.nlargest(room, reach)) < rest.bit_count():
             return
-        options = None
-        while rest:
-            low = rest & -rest
-            rest ^= low
-            h = holders[low.bit_length() - 1] & allowed
-            if options is None or h.bit_count() < options.bit_count():
-                options = h
-                if h.bit_count() <= 1:
-                    break
         choices = []
         while options:
             low = options & -options
