@@ -118,10 +118,20 @@ def _text_tile(s: str, size: int, bold: bool, anchor: str, colour: int, bg: int)
     repeat across images (ids, small numbers), and pasting a tile is far cheaper than
     rasterising glyphs again."""
     f = font(size, bold)
-    left, top, right, bottom = f.getbbox(s, anchor=anchor)
-    w, h = max(1, right - left), max(1, bottom - top)
-    grey = Image.new("L", (w, h), 0)
-    ImageDraw.Draw(grey).text((-left, -top), s, fill=255, font=f, anchor=anchor)
+    if isinstance(f, ImageFont.FreeTypeFont):
+        # the glyph mask as ImageDraw.text would lay it into a blank tile at (-left, -top),
+        # without laying the text out twice (getbbox, then text): half the cost of a new tile
+        mask, (left, top) = f.getmask2(s, "L", anchor=anchor)
+        w, h = mask.size
+        grey = Image.new("L", (max(1, w), max(1, h)), 0)
+        if w and h:
+            grey.im.paste(mask, (0, 0, w, h))
+        w, h = grey.size
+    else:
+        left, top, right, bottom = f.getbbox(s, anchor=anchor)
+        w, h = max(1, right - left), max(1, bottom - top)
+        grey = Image.new("L", (w, h), 0)
+        ImageDraw.Draw(grey).text((-left, -top), s, fill=255, font=f, anchor=anchor)
     level = grey.tobytes().translate(_COVERAGE)
     tile = Image.frombytes("P", (w, h), level.translate(_shade_lut(colour, bg)))
     footprint = Image.frombytes("L", (w, h), level.translate(_FOOTPRINT)).convert("1")
@@ -131,6 +141,27 @@ def _text_tile(s: str, size: int, bold: bool, anchor: str, colour: int, bg: int)
 @lru_cache(maxsize=50_000)
 def _text_width(s: str, size: int, bold: bool) -> float:
     return font(size, bold).getlength(s)
+
+
+_WORDS: dict[tuple, dict[str, tuple]] = {}  # (size, bold, anchor, colour, bg) -> word -> tile and advance
+_WORDS_MAX = 50_000  # words kept per style (a style's table starts afresh beyond: no unbounded growth)
+
+
+def _words(size: int, bold: bool, anchor: str, colour: int, bg: int) -> dict[str, tuple]:
+    """The word tiles of one text style: an edge-list line is a dozen words, and one dict
+    lookup a word is a third of what two cached calls with their argument tuples cost."""
+    key = (size, bold, anchor, colour, bg)
+    words = _WORDS.get(key)
+    if words is None:
+        words = _WORDS[key] = {}
+    return words
+
+
+def _word(words: dict[str, tuple], word: str, size: int, bold: bool, anchor: str, colour: int, bg: int) -> tuple:
+    if len(words) >= _WORDS_MAX:
+        words.clear()
+    placed = words[word] = (*_text_tile(word, size, bold, anchor, colour, bg), _text_width(word, size, bold))
+    return placed
 
 
 def text_width(s: str, size: int, bold: bool = False) -> float:
@@ -162,11 +193,18 @@ class Canvas:
         that are unique to one picture (an edge list, a table row) are then made of tiles
         every picture shares, which is what keeps rendering fast."""
         if anchor[0] == "l" and " " in s:
-            x, space = xy[0], _text_width(" ", size, bold)
+            words = _words(size, bold, anchor, colour, bg)
+            x, y, space = xy[0], xy[1], _text_width(" ", size, bold)
+            paste, width, height = self._pixels.paste, self.width, self.height
             for word in s.split(" "):
                 if word:
-                    self._tile(x, xy[1], word, size, colour, anchor, bold, bg)
-                    x += _text_width(word, size, bold)
+                    placed = words.get(word) or _word(words, word, size, bold, anchor, colour, bg)
+                    tile, footprint, left, top, w, h, advance = placed
+                    x0, y0 = round(x + left), round(y + top)
+                    paste(tile, (x0, y0, x0 + w, y0 + h), footprint)
+                    if x0 < 0 or y0 < 0 or x0 + w > width or y0 + h > height:
+                        self.clipped.append(word)
+                    x += advance
                 x += space
         else:
             self._tile(xy[0], xy[1], s, size, colour, anchor, bold, bg)

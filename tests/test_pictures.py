@@ -120,6 +120,39 @@ def test_strokes_are_at_least_two_pixels_and_text_is_anti_aliased():
     assert ((grey > 30) & (grey < 225)).sum() > 20, "glyph edges should blend into the background"
 
 
+@pytest.mark.parametrize("bold", [False, True])
+def test_text_is_what_imagedraw_draws_word_by_word(bold):
+    """Text tiles come from the font's glyph mask directly (one layout, not two): each word's
+    tile must be the coverage ImageDraw.text draws, at ImageDraw's offset, and a line must be
+    its words at their advances, whatever the anchor, size or script (empty strings included)."""
+    from PIL import ImageDraw
+
+    from mmnp.render import _COVERAGE, WHITE, _shade_lut, _text_tile, font, text_width
+
+    for s in ("17,", "3:", "Minimum bisection: 35 vertices", "é漢🙂", "", "—", "W"):
+        for size, anchor in ((9, "la"), (13, "mm"), (18, "mt"), (24, "rb")):
+            f = font(size, bold)
+            left, top, right, bottom = f.getbbox(s, anchor=anchor)
+            w, h = max(1, right - left), max(1, bottom - top)
+            grey = Image.new("L", (w, h), 0)
+            ImageDraw.Draw(grey).text((-left, -top), s, fill=255, font=f, anchor=anchor)
+            tile, footprint, *place = _text_tile(s, size, bold, anchor, BLACK, WHITE)
+            assert place == [left, top, w, h], (s, size, anchor)
+            coverage = grey.tobytes().translate(_COVERAGE)
+            assert Image.new("P", (w, h))._new(tile).tobytes() == coverage.translate(_shade_lut(BLACK, WHITE))
+            assert Image.new("1", (w, h))._new(footprint).tobytes() == Image.frombytes(
+                "L", (w, h), bytes(255 if c else 0 for c in coverage)).convert("1").tobytes(), (s, size, anchor)
+    line, size = "0: 4, 17, 23", 14
+    canvas, by_word = Canvas(300, 40), Canvas(300, 40)
+    canvas.text((5.3, 9.6), line, size=size, bold=bold)
+    x = 5.3
+    for word in line.split(" "):
+        by_word.text((x, 9.6), word, size=size, bold=bold)
+        x += text_width(word, size, bold) + text_width(" ", size, bold)
+    assert canvas.image.tobytes() == by_word.image.tobytes()
+    assert (np.asarray(canvas.image) != WHITE).sum() > 40  # the line was drawn at all
+
+
 def _pillow_png(image: Image.Image) -> bytes:
     buf = io.BytesIO()
     image.save(buf, "PNG", compress_level=1, compress_type=3)  # zlib's RLE deflate, as mmnp asks of zlib-ng
