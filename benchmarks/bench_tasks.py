@@ -10,9 +10,10 @@ threaded), so the figures are per core; a loaded machine still slows them (share
 hyper-threads), which is why `--compare` runs the old and the new code side by side.
 
 `--compare REV` measures only generation speed (instances/s without and with images) of
-the code at git revision REV (built into a temporary folder, imported there by a child
-process) and of the working tree, alternating old and new per task and repeat, and prints
-the medians (and the best of the repeats) with the load average before and after.
+the code at git revision REV (built into a temporary folder, imported there by a worker
+process) and of the working tree (a second worker), the two taking turns batch by batch on
+the same seeds (`--repeat` batches of `--count`), and prints the medians (and the best
+batch) and the median of the batch-by-batch ratios, with the load average before and after.
 
 Targets (medium): >= 120 instances/s with images; >= 50,000 verifications/s; < 20 ms
 for any 1 MB input; heuristic within 5% of best-known on average; rendering >= 3x faster.
@@ -132,20 +133,28 @@ def bench(task: Task, difficulty: str, count: int, optimal_count: int, size: int
     }
 
 
-def speed(name: str, difficulty: str, count: int, size: int) -> dict:
+def speed(name: str, difficulty: str, count: int, size: int, first: int = 0) -> dict:
     """Instances/s of one task and difficulty: generation alone, and generation plus picture
-    (Task.picture, as `mmnp generate` draws it), seeds 0..count-1."""
+    (Task.picture, as `mmnp generate` draws it), seeds first..first+count-1."""
     from mmnp.registry import get_task
 
     task = get_task(name)
+    seeds = range(first, first + count)
     start = time.process_time()
-    for s in range(count):
+    for s in seeds:
         task.generate(difficulty, s)
     gen = count / (time.process_time() - start)
     start = time.process_time()
-    for s in range(count):
+    for s in seeds:
         task.picture(task.generate(difficulty, s), size)
     return {"instances_per_s": gen, "instances_per_s_with_images": count / (time.process_time() - start)}
+
+
+def serve() -> None:
+    """The worker `--compare` drives: a JSON list of `speed`'s arguments a line on stdin, its
+    figures (and where mmnp came from) a line on stdout, until stdin closes."""
+    for line in sys.stdin:
+        print(json.dumps({**speed(*json.loads(line)), "from": mmnp.__file__}), flush=True)
 
 
 def build_revision(rev: str, into: Path) -> Path:
@@ -161,52 +170,66 @@ def build_revision(rev: str, into: Path) -> Path:
 
 
 def compare(rev: str, names: list[str], difficulties: list[str], count: int, size: int, repeat: int) -> None:
-    """Old (REV) and new (working tree) generation speed, alternating per task and repeat."""
+    """Old (REV) and new (working tree) generation speed, in two worker processes that take
+    turns batch by batch (the same seeds for both, the order swapped every batch), so that a
+    shared machine's changes of speed fall on both alike."""
     from rich.console import Console
     from rich.table import Table
 
     def load() -> str:
         return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
-    def child(site: Path | None, name: str, difficulty: str) -> dict:
+    def worker(site: Path | None) -> subprocess.Popen:
         env = dict(os.environ)
         if site is not None:
             env["PYTHONPATH"] = str(site)  # ahead of the editable install's finder
-        code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_tasks as b, mmnp; "
-                f"print(json.dumps({{**b.speed({name!r}, {difficulty!r}, {count}, {size}), 'from': mmnp.__file__}}))")
-        # run from the temporary folder: a child started in the checkout would import its `mmnp/` first
-        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp, capture_output=True, text=True,
-                              check=True)
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_tasks; bench_tasks.serve()"
+        # run from the temporary folder: a worker started in the checkout would import its `mmnp/` first
+        return subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+
+    def ask(proc: subprocess.Popen, *args) -> dict:
+        proc.stdin.write(json.dumps(args) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the benchmark worker stopped (exit code {proc.wait()})")
+        return json.loads(line)
 
     console = Console(width=150)
     with tempfile.TemporaryDirectory(prefix="mmnp-bench-") as tmp:
         site = build_revision(rev, Path(tmp))
+        workers = {"old": worker(site), "new": worker(None)}
         before = load()
         runs: dict[tuple, list[dict]] = {}
-        with console.status("comparing") as status:
-            for name in names:
-                for difficulty in difficulties:
-                    for r in range(repeat):
-                        for label, where in (("old", site), ("new", None)):
-                            status.update(f"{name} {difficulty} {label} {r + 1}/{repeat}")
-                            result = child(where, name, difficulty)
-                            assert (label == "old") == result["from"].startswith(tmp), result["from"]
-                            runs.setdefault((name, difficulty, label), []).append(result)
+        try:
+            with console.status("comparing") as status:
+                for name in names:
+                    for difficulty in difficulties:
+                        for r in range(repeat):
+                            for label in ("old", "new") if r % 2 == 0 else ("new", "old"):
+                                status.update(f"{name} {difficulty} {label} {r + 1}/{repeat}")
+                                result = ask(workers[label], name, difficulty, count, size, r * count)
+                                assert (label == "old") == result["from"].startswith(tmp), result["from"]
+                                runs.setdefault((name, difficulty, label), []).append(result)
+        finally:
+            for proc in workers.values():
+                proc.stdin.close()
+                proc.wait()
         after = load()
-    table = Table(title=f"generation speed, instances/s on one core, median (best) of {repeat}, {count} instances "
-                        f"each: old = {rev}, new = working tree; load average before {before}, after {after}")
+    table = Table(title=f"generation speed, instances/s on one core, median (best) of {repeat} batches of {count} "
+                        f"instances: old = {rev}, new = working tree, taking turns; load average before {before}, "
+                        f"after {after}")
     for col in ("task", "difficulty", "old", "new", "old +img", "new +img", "new/old +img"):
         table.add_column(col, justify="right")
     for name in names:
         for difficulty in difficulties:
-            # the median says what a run gets; the best, what the code does when the machine
-            # lets it (a shared VM's speed moves by 10-30% from minute to minute)
             rates = {(label, k): [r[k] for r in runs[name, difficulty, label]]
                      for label in ("old", "new") for k in ("instances_per_s", "instances_per_s_with_images")}
             cell = {key: f"{statistics.median(v):.0f} ({max(v):.0f})" for key, v in rates.items()}
-            ratio = (statistics.median(rates["new", "instances_per_s_with_images"])
-                     / statistics.median(rates["old", "instances_per_s_with_images"]))
+            # batch by batch: the two ran the same seeds back to back
+            ratio = statistics.median(n / o for n, o in zip(rates["new", "instances_per_s_with_images"],
+                                                            rates["old", "instances_per_s_with_images"]))
             table.add_row(name, difficulty, cell["old", "instances_per_s"], cell["new", "instances_per_s"],
                           cell["old", "instances_per_s_with_images"], cell["new", "instances_per_s_with_images"],
                           f"{ratio:.2f}")
@@ -222,7 +245,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=768)
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--compare", metavar="REV", help="generation speed of git revision REV against the working tree")
-    parser.add_argument("--repeat", type=int, default=3, help="--compare: runs per task, old and new alternating")
+    parser.add_argument("--repeat", type=int, default=3, help="--compare: batches per task, old and new taking turns")
     args = parser.parse_args()
     if args.compare:
         compare(args.compare, [t.name for t in resolve_tasks(args.tasks)], args.difficulty.split(","), args.count,
