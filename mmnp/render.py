@@ -149,7 +149,8 @@ _WORDS_MAX = 50_000  # words kept per style (a style's table starts afresh beyon
 
 def _words(size: int, bold: bool, anchor: str, colour: int, bg: int) -> dict[str, tuple]:
     """The word tiles of one text style: an edge-list line is a dozen words, and one dict
-    lookup a word is a third of what two cached calls with their argument tuples cost."""
+    lookup a word costs a quarter of two cached calls with their argument tuples (0.06 vs
+    0.25 us)."""
     key = (size, bold, anchor, colour, bg)
     words = _WORDS.get(key)
     if words is None:
