@@ -159,6 +159,7 @@ def _words(size: int, bold: bool, anchor: str, colour: int, bg: int) -> dict[str
 
 
 def _word(words: dict[str, tuple], word: str, size: int, bold: bool, anchor: str, colour: int, bg: int) -> tuple:
+    """`word`'s tile, footprint, offset, size and advance, made and kept in `words`."""
     if len(words) >= _WORDS_MAX:
         words.clear()
     placed = words[word] = (*_text_tile(word, size, bold, anchor, colour, bg), _text_width(word, size, bold))
@@ -193,26 +194,22 @@ class Canvas:
         Left-anchored text with spaces is laid word by word from cached word tiles: lines
         that are unique to one picture (an edge list, a table row) are then made of tiles
         every picture shares, which is what keeps rendering fast."""
+        words = _words(size, bold, anchor, colour, bg)
         if anchor[0] == "l" and " " in s:
-            words = _words(size, bold, anchor, colour, bg)
             x, y, space = xy[0], xy[1], _text_width(" ", size, bold)
-            paste, width, height = self._pixels.paste, self.width, self.height
             for word in s.split(" "):
                 if word:
                     placed = words.get(word) or _word(words, word, size, bold, anchor, colour, bg)
-                    tile, footprint, left, top, w, h, advance = placed
-                    x0, y0 = round(x + left), round(y + top)
-                    paste(tile, (x0, y0, x0 + w, y0 + h), footprint)
-                    if x0 < 0 or y0 < 0 or x0 + w > width or y0 + h > height:
-                        self.clipped.append(word)
-                    x += advance
+                    self._paste(x, y, word, placed)
+                    x += placed[6]
                 x += space
         else:
-            self._tile(xy[0], xy[1], s, size, colour, anchor, bold, bg)
+            self._paste(xy[0], xy[1], s, words.get(s) or _word(words, s, size, bold, anchor, colour, bg))
         self.smallest_font = size if self.smallest_font is None else min(self.smallest_font, size)
 
-    def _tile(self, x: float, y: float, s: str, size: int, colour: int, anchor: str, bold: bool, bg: int) -> None:
-        tile, footprint, left, top, w, h = _text_tile(s, size, bold, anchor, colour, bg)
+    def _paste(self, x: float, y: float, s: str, placed: tuple) -> None:
+        """One string's tile (`_word`'s entry) at (x, y), noted when it falls off the canvas."""
+        tile, footprint, left, top, w, h, _ = placed
         x, y = round(x + left), round(y + top)
         self._pixels.paste(tile, (x, y, x + w, y + h), footprint)
         if x < 0 or y < 0 or x + w > self.width or y + h > self.height:

@@ -334,8 +334,10 @@ def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int | Non
             left ^= low
             h = holders[low.bit_length() - 1] & allowed
             union |= h
-            if options is None or (fewest > 1 and h.bit_count() < fewest):
-                options, fewest = h, h.bit_count()
+            if options is None or fewest > 1:
+                count = h.bit_count()
+                if options is None or count < fewest:
+                    options, fewest = h, count
         while union:
             low = union & -union
             union ^= low
