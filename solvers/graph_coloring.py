@@ -10,6 +10,9 @@ stage only if the ones before failed:
   3. TabuCol, 300 n moves, from the same start (le450_15a's 15th colour takes ~50,000-130,000);
   4. HEA with PartialCol children (10 n moves each), half of what is left;
   5. HEA with TabuCol children (20 n moves each), the rest.
+At k equal to the clique's size, when local search fails and the vertices split into k-cliques
+(a queen graph's rows), an exact cover of the vertices by independent sets with one vertex per
+clique (`clique_cover_colouring`, each stage within a node budget) is tried last.
 The search stops at the first k it cannot reach in its budget, or when k equals the clique's
 size (proven optimal). So a graph whose clique is smaller than its chromatic number (myciel, the
 queens, the generated levels without a clique) always spends one full budget at the k it cannot
@@ -25,9 +28,12 @@ what reaches 15 on le450_15c/d. TabuCol's tenure is Galinier & Hao's 0.6 x confl
 fixed, not reactive, tenure.
 
 Measured (bench_published, seed 0): le450_15a-d all 15 (2-19 CPU s), le450_25c/d 27/26 at
-~40 s, queen11_11/13_13 12/14. Not robust: with the generator seeded 1 or 2 instead of 0,
-le450_15c ends at 16 or 15 and le450_15d at 17; numpy moves (~30,000/s) keep the budget below
-what HEA needs for a reliable 15.
+37-49 s, queen11_11 11 (4 s: local search 12, then the exact cover), queen13_13 14 (its
+73,712 13-queens solutions exceed the listing's budget; a cover search over all of them made
+no 13-colouring in 360,000 steps, nor CP-SAT on the same cover in 418 deterministic
+seconds). Not robust: with the generator seeded 1 or 2 instead of 0, le450_15c ends at 16 or
+15 and le450_15d at 17; numpy moves (~30,000/s) keep the budget below what HEA needs for a
+reliable 15.
 """
 
 from __future__ import annotations
@@ -50,6 +56,9 @@ POPULATION = 10  # HEA's colourings
 CHILD_STEPS = 1_000  # TabuCol moves per child, at least ...
 CHILD_STEPS_PER_VERTEX = 20  # ... or this many per vertex with TabuCol ...
 PARTIAL_CHILD_STEPS_PER_VERTEX = 10  # ... or with PartialCol
+PARTITION_NODES = 20_000  # search nodes splitting the vertices into cliques of the lower bound's size
+TRANSVERSAL_NODES = 200_000  # search nodes listing the independent sets with one vertex per clique
+COVER_NODES = 5_000  # exact-cover search nodes over those sets (queen11_11 takes ~150)
 
 
 def step_budget(n: int) -> int:
@@ -275,6 +284,136 @@ def fewer_colours(nbrs: list[np.ndarray], colouring: np.ndarray, rng: np.random.
     return found if found is not None else hybrid(nbrs, colouring, half, rng, partial=False)
 
 
+def clique_partition(masks: list[int], k: int, nodes: int) -> list[list[int]] | None:
+    """The vertices split into disjoint k-cliques, each the lexicographically first k-clique
+    through the lowest vertex left (a rows-first split of a queen graph), or None: no such
+    clique, or more than `nodes` search nodes. Greedy: a split that starts elsewhere is missed."""
+    left, parts = (1 << len(masks)) - 1, []
+    while left:
+        v = (left & -left).bit_length() - 1
+        stack, clique = [([v], left & masks[v])], None
+        while stack:
+            members, candidates = stack.pop()
+            if len(members) == k:
+                clique = members
+                break
+            nodes -= 1
+            if nodes < 0:
+                return None
+            if len(members) + candidates.bit_count() < k:
+                continue
+            children = []
+            while candidates:
+                low = candidates & -candidates
+                candidates ^= low
+                u = low.bit_length() - 1
+                children.append((members + [u], candidates & masks[u]))
+            stack.extend(reversed(children))  # lowest vertex first
+        if clique is None:
+            return None
+        parts.append(clique)
+        left &= ~sum(1 << u for u in clique)
+    return parts
+
+
+def transversals(parts: list[list[int]], masks: list[int], nodes: int) -> list[int] | None:
+    """Every independent set with one vertex in each part (as bit masks, in lexicographic
+    order), or None after `nodes` search nodes; a branch ends as soon as a later part has
+    no vertex left that is not a chosen vertex's neighbour."""
+    spans = [sum(1 << v for v in part) for part in parts]
+    found, stack = [], [(0, 0, 0)]  # (parts chosen from, chosen vertices, their neighbours)
+    while stack:
+        depth, chosen, blocked = stack.pop()
+        if depth == len(parts):
+            found.append(chosen)
+            continue
+        nodes -= 1
+        if nodes < 0:
+            return None
+        if all(span & ~blocked for span in spans[depth + 1:]):  # else a later part has no vertex left
+            stack.extend((depth + 1, chosen | 1 << v, blocked | masks[v])
+                         for v in reversed(parts[depth]) if not blocked >> v & 1)
+    return found
+
+
+def _members(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def exact_cover(sets: list[int], universe: int, nodes: int) -> list[int] | None:
+    """Indices of pairwise disjoint `sets` (bit masks) whose union is `universe`, or None: there
+    are none, or the search passed `nodes` branchings. Knuth's Algorithm X on bit sets: the live
+    sets are one integer's bits, and each step branches on the element fewest live sets hold."""
+    elements = [_members(s) for s in sets]
+    holders: dict[int, int] = {}
+    for i, members in enumerate(elements):
+        for e in members:
+            holders[e] = holders.get(e, 0) | 1 << i
+
+    def options(alive: int, left: int) -> list[int]:
+        fewest, count = None, len(sets) + 1
+        for e in _members(left):
+            live = holders.get(e, 0) & alive
+            if live.bit_count() < count:
+                fewest, count = live, live.bit_count()
+                if not count:
+                    break
+        return _members(fewest or 0)
+
+    everything = (1 << len(sets)) - 1
+    chosen: list[int] = []  # one set per frame above the first
+    stack = [(everything, universe, iter(options(everything, universe)))]
+    while stack:
+        alive, left, untried = stack[-1]
+        pick = next(untried, None)
+        if pick is None:
+            stack.pop()
+            if chosen:
+                chosen.pop()
+            continue
+        nodes -= 1
+        if nodes < 0:
+            return None
+        rest = left & ~sets[pick]
+        if not rest:
+            return chosen + [pick]
+        live = alive
+        for e in elements[pick]:
+            live &= ~holders[e]
+        following = options(live, rest)
+        if following:
+            stack.append((live, rest, iter(following)))
+            chosen.append(pick)
+    return None
+
+
+def clique_cover_colouring(masks: list[int], k: int) -> np.ndarray | None:
+    """A k-colouring (colours 0..k-1) of a graph whose vertices split into k-cliques, or None.
+    Each clique then holds every colour once, so a colour class is an independent set with one
+    vertex per clique, and a k-colouring is an exact cover of the vertices by k such sets:
+    listed, then covered by Algorithm X, each within a node budget. The n x n queen graph
+    (n coprime to 6) is the case in point: its n-colourings are n disjoint n-queens solutions,
+    which local search does not find (queen11_11: 6-9 conflicts left by TabuCol, PartialCol and
+    HEA) and this finds in ~150 cover steps."""
+    n = len(masks)
+    if k < 2 or n % k:
+        return None
+    parts = clique_partition(masks, k, PARTITION_NODES)
+    classes = None if parts is None else transversals(parts, masks, TRANSVERSAL_NODES)
+    picked = None if classes is None else exact_cover(classes, (1 << n) - 1, COVER_NODES)
+    if picked is None:
+        return None
+    colouring = np.empty(n, dtype=np.int64)
+    for colour, i in enumerate(picked):
+        colouring[_members(classes[i])] = colour
+    return colouring
+
+
 def heuristic(data: dict) -> list[int]:
     adj = _adjacency(data)
     nbrs = [np.asarray(a, dtype=np.intp) for a in adj]
@@ -283,6 +422,8 @@ def heuristic(data: dict) -> list[int]:
     rng = np.random.default_rng(0)
     while data["n"] and best.max() + 1 > lower:
         better = fewer_colours(nbrs, best, rng)
+        if better is None and best.max() == lower:  # the last colour, where local search fails on queens
+            better = clique_cover_colouring(neighbour_masks(data), lower)
         if better is None:
             break
         best = better

@@ -46,3 +46,67 @@ def test_gpx_takes_the_largest_class_of_each_parent_in_turn():
     assert child.tolist() == [0, 0, 1, -1]
     child = solver.gpx(np.array([0, 0, -1, 1]), np.array([1, 0, 0, -1]), 2, np.random.default_rng(0))
     assert child[:3].tolist() == [0, 0, 1] and 0 <= child[3] < 2
+
+
+def queen(size: int) -> dict:
+    """The size x size queen graph of the DIMACS set (cells row by row; an edge between two
+    cells in one row, column or diagonal)."""
+    cells = [(r, c) for r in range(size) for c in range(size)]
+    edges = [[a, b] for a in range(len(cells)) for b in range(a + 1, len(cells))
+             if cells[a][0] == cells[b][0] or cells[a][1] == cells[b][1]
+             or abs(cells[a][0] - cells[b][0]) == abs(cells[a][1] - cells[b][1])]
+    return {"n": size * size, "edges": edges}
+
+
+def test_heuristic_colours_queen11_11_with_11_colours():
+    # TabuCol, PartialCol and HEA stop at 12 (6-9 conflicts left at 11); the exact cover of the
+    # cells by disjoint 11-queens solutions finds the published optimum
+    data = queen(11)
+    colours = mmnp.get_task("graph_coloring").solver.heuristic(data)
+    assert all(colours[u] != colours[v] for u, v in data["edges"])
+    assert len(set(colours)) == 11
+
+
+def test_clique_cover_colouring_finds_a_colouring_exactly_when_one_exists():
+    from mmnp.kits.graphs import neighbour_masks
+
+    solver = mmnp.get_task("graph_coloring").solver
+    five = queen(5)  # 5 colours suffice (5 is coprime to 6): 5 disjoint 5-queens solutions
+    colouring = solver.clique_cover_colouring(neighbour_masks(five), 5)
+    assert colouring is not None and sorted(set(colouring.tolist())) == [0, 1, 2, 3, 4]
+    assert all(colouring[u] != colouring[v] for u, v in five["edges"])
+    # queen6_6 needs 7: its rows split it into 6-cliques, but its four 6-queens solutions
+    # cannot cover the 36 cells, so the search ends with None rather than a wrong colouring
+    assert solver.clique_cover_colouring(neighbour_masks(queen(6)), 6) is None
+    # the Petersen graph splits into 5 edges (2-cliques) but is not bipartite
+    petersen = [[i, (i + 1) % 5] for i in range(5)] + [[i, i + 5] for i in range(5)] \
+        + [[5 + i, 5 + (i + 2) % 5] for i in range(5)]
+    assert solver.clique_cover_colouring(neighbour_masks({"n": 10, "edges": petersen}), 2) is None
+
+
+def test_transversals_are_every_independent_choice_of_one_vertex_per_part():
+    import itertools
+
+    solver = mmnp.get_task("graph_coloring").solver
+    rng = np.random.default_rng(3)
+    parts = [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    edges = {(a, b) for part in parts for a in part for b in part if a < b}
+    edges |= {(int(a), int(b)) for a, b in rng.integers(0, 12, size=(20, 2)) if a < b}
+    masks = [0] * 12
+    for a, b in edges:
+        masks[a] |= 1 << b
+        masks[b] |= 1 << a
+    expected = sorted(sum(1 << v for v in pick) for pick in itertools.product(*parts)
+                      if not any((min(a, b), max(a, b)) in edges for a, b in itertools.combinations(pick, 2)))
+    assert 0 < len(expected) < 81
+    assert sorted(solver.transversals(parts, masks, 10_000)) == expected
+    assert solver.transversals(parts, masks, 3) is None  # past its node budget: no partial list
+
+
+def test_exact_cover_returns_disjoint_sets_covering_everything_or_none():
+    solver = mmnp.get_task("graph_coloring").solver
+    # Knuth's example (Dancing Links, 2000): only B, D and F partition the 7 elements (bits 0..6)
+    sets = [0b1001001, 0b0001001, 0b1011000, 0b0110100, 0b1100110, 0b1000010]  # A B C D E F
+    assert sorted(solver.exact_cover(sets, 0b1111111, 100)) == [1, 3, 5]
+    assert solver.exact_cover(sets[:4], 0b1111111, 100) is None
+    assert solver.exact_cover(sets, 0b1111111, 1) is None  # budget spent before the last set
