@@ -10,13 +10,13 @@ stage only if the ones before failed:
   3. TabuCol, 300 n moves, from the same start (le450_15a's 15th colour takes ~50,000-130,000);
   4. HEA with PartialCol children (10 n moves each), half of what is left;
   5. HEA with TabuCol children (20 n moves each), the rest.
-At k equal to the clique's size, when local search fails and the vertices split into k-cliques
-(a queen graph's rows), an exact cover of the vertices by independent sets with one vertex per
+At k equal to the clique's size, when local search fails and a greedy search splits the
+vertices into k-cliques (a queen graph's rows), an exact cover of the vertices by independent sets with one vertex per
 clique (`clique_cover_colouring`, each stage within a node budget) is tried last.
 The search stops at the first k it cannot reach in its budget, or when k equals the clique's
-size (proven optimal). So a graph whose clique is smaller than its chromatic number (myciel, the
-queens, the generated levels without a clique) always spends one full budget at the k it cannot
-reach.
+size (proven optimal). So a graph whose clique is smaller than its chromatic number (myciel,
+queen6_6 to queen10_10, the generated levels without a clique) always spends one full budget at
+the k it cannot reach.
 
 Where mmnp differs from the publications: HEA (Galinier & Hao 1999) builds its population from
 random greedy colourings and runs one long search at a fixed k; here the population is the
@@ -28,7 +28,7 @@ what reaches 15 on le450_15c/d. TabuCol's tenure is Galinier & Hao's 0.6 x confl
 fixed, not reactive, tenure.
 
 Measured (bench_published, seed 0): le450_15a-d all 15 (2-19 CPU s), le450_25c/d 27/26 at
-37-49 s, queen11_11 11 (4 s: local search 12, then the exact cover), queen13_13 14 (its
+37-49 s (two runs), queen11_11 11 (4 s: local search 12, then the exact cover), queen13_13 14 (its
 73,712 13-queens solutions exceed the listing's budget; a cover search over all of them made
 no 13-colouring in 360,000 steps, nor CP-SAT on the same cover in 418 deterministic
 seconds). Not robust: with the generator seeded 1 or 2 instead of 0, le450_15c ends at 16 or
@@ -317,19 +317,20 @@ def clique_partition(masks: list[int], k: int, nodes: int) -> list[list[int]] | 
 
 
 def transversals(parts: list[list[int]], masks: list[int], nodes: int) -> list[int] | None:
-    """Every independent set with one vertex in each part (as bit masks, in lexicographic
-    order), or None after `nodes` search nodes; a branch ends as soon as a later part has
-    no vertex left that is not a chosen vertex's neighbour."""
+    """Every independent set with one vertex in each part (as bit masks, in the lexicographic
+    order of the chosen vertices), or None after `nodes` search nodes and sets found (each
+    costs one: the list is what the cover search then works on); a branch ends as soon as a
+    later part has no vertex left that is not a chosen vertex's neighbour."""
     spans = [sum(1 << v for v in part) for part in parts]
     found, stack = [], [(0, 0, 0)]  # (parts chosen from, chosen vertices, their neighbours)
     while stack:
         depth, chosen, blocked = stack.pop()
-        if depth == len(parts):
-            found.append(chosen)
-            continue
         nodes -= 1
         if nodes < 0:
             return None
+        if depth == len(parts):
+            found.append(chosen)
+            continue
         if all(span & ~blocked for span in spans[depth + 1:]):  # else a later part has no vertex left
             stack.extend((depth + 1, chosen | 1 << v, blocked | masks[v])
                          for v in reversed(parts[depth]) if not blocked >> v & 1)
@@ -346,9 +347,12 @@ def _members(mask: int) -> list[int]:
 
 
 def exact_cover(sets: list[int], universe: int, nodes: int) -> list[int] | None:
-    """Indices of pairwise disjoint `sets` (bit masks) whose union is `universe`, or None: there
-    are none, or the search passed `nodes` branchings. Knuth's Algorithm X on bit sets: the live
-    sets are one integer's bits, and each step branches on the element fewest live sets hold."""
+    """Indices of pairwise disjoint `sets` (bit masks, each within `universe`) whose union is
+    `universe`, or None: there are none, or the search tried more than `nodes` sets. Knuth's
+    Algorithm X on bit sets: the live sets are one integer's bits, and each step branches on
+    the element fewest live sets hold."""
+    if not universe:
+        return []
     elements = [_members(s) for s in sets]
     holders: dict[int, int] = {}
     for i, members in enumerate(elements):

@@ -64,10 +64,10 @@ def test_heuristic_colours_queen11_11_with_11_colours():
     data = queen(11)
     colours = mmnp.get_task("graph_coloring").solver.heuristic(data)
     assert all(colours[u] != colours[v] for u, v in data["edges"])
-    assert len(set(colours)) == 11
+    assert len(set(colours)) == 11 and max(colours) == 11
 
 
-def test_clique_cover_colouring_finds_a_colouring_exactly_when_one_exists():
+def test_clique_cover_colouring_finds_the_queens_colouring_and_none_where_there_is_none():
     from mmnp.kits.graphs import neighbour_masks
 
     solver = mmnp.get_task("graph_coloring").solver
@@ -110,3 +110,19 @@ def test_exact_cover_returns_disjoint_sets_covering_everything_or_none():
     assert sorted(solver.exact_cover(sets, 0b1111111, 100)) == [1, 3, 5]
     assert solver.exact_cover(sets[:4], 0b1111111, 100) is None
     assert solver.exact_cover(sets, 0b1111111, 1) is None  # budget spent before the last set
+    # a dead end below a chosen set: the search takes set 0 back before it tries set 2
+    assert solver.exact_cover([0b1001, 0b10100, 0b110011, 0b100110, 0b1100], 0b111111, 100) == [2, 4]
+
+
+def test_clique_partition_splits_into_cliques_or_says_it_cannot():
+    from mmnp.kits.graphs import neighbour_masks
+
+    solver = mmnp.get_task("graph_coloring").solver
+    masks = neighbour_masks(queen(6))
+    parts = solver.clique_partition(masks, 6, 1_000)
+    assert sorted(v for part in parts for v in part) == list(range(36))
+    assert all(masks[u] >> v & 1 for part in parts for u in part for v in part if u != v)
+    assert solver.clique_partition(masks, 6, 3) is None  # past its node budget
+    assert solver.clique_partition(masks, 7, 1_000) is None  # no 7-clique at all
+    # a star: once the centre is paired with its first leaf, the other leaves have no partner
+    assert solver.clique_partition(neighbour_masks({"n": 4, "edges": [[0, 1], [0, 2], [0, 3]]}), 2, 100) is None
