@@ -284,6 +284,16 @@ def fewer_colours(nbrs: list[np.ndarray], colouring: np.ndarray, rng: np.random.
     return found if found is not None else hybrid(nbrs, colouring, half, rng, partial=False)
 
 
+def _members(mask: int) -> list[int]:
+    """The positions of the set bits, lowest first."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
 def clique_partition(masks: list[int], k: int, nodes: int) -> list[list[int]] | None:
     """The vertices split into disjoint k-cliques, each the lexicographically first k-clique
     through the lowest vertex left (a rows-first split of a queen graph), or None: no such
@@ -302,12 +312,8 @@ def clique_partition(masks: list[int], k: int, nodes: int) -> list[list[int]] | 
                 return None
             if len(members) + candidates.bit_count() < k:
                 continue
-            children = []
-            while candidates:
-                low = candidates & -candidates
-                candidates ^= low
-                u = low.bit_length() - 1
-                children.append((members + [u], candidates & masks[u]))
+            children = [(members + [u], candidates >> (u + 1) << (u + 1) & masks[u])  # later candidates only
+                        for u in _members(candidates)]
             stack.extend(reversed(children))  # lowest vertex first
         if clique is None:
             return None
@@ -335,15 +341,6 @@ def transversals(parts: list[list[int]], masks: list[int], nodes: int) -> list[i
             stack.extend((depth + 1, chosen | 1 << v, blocked | masks[v])
                          for v in reversed(parts[depth]) if not blocked >> v & 1)
     return found
-
-
-def _members(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
 
 
 def exact_cover(sets: list[int], universe: int, nodes: int) -> list[int] | None:
