@@ -11,8 +11,9 @@ stage only if the ones before failed:
   4. HEA with PartialCol children (10 n moves each), half of what is left;
   5. HEA with TabuCol children (20 n moves each), the rest.
 At k equal to the clique's size, when local search fails and a greedy search splits the
-vertices into k-cliques (a queen graph's rows), an exact cover of the vertices by independent sets with one vertex per
-clique (`clique_cover_colouring`, each stage within a node budget) is tried last.
+vertices into k-cliques (a queen graph's rows), an exact cover of the vertices by independent
+sets with one vertex per clique (`clique_cover_colouring`, each stage within a node budget) is
+tried last.
 The search stops at the first k it cannot reach in its budget, or when k equals the clique's
 size (proven optimal). So a graph whose clique is smaller than its chromatic number (myciel,
 queen6_6 to queen10_10, the generated levels without a clique) always spends one full budget at
@@ -360,8 +361,9 @@ def exact_cover(sets: list[int], universe: int, nodes: int) -> list[int] | None:
         fewest, count = None, len(sets) + 1
         for e in _members(left):
             live = holders.get(e, 0) & alive
-            if live.bit_count() < count:
-                fewest, count = live, live.bit_count()
+            size = live.bit_count()
+            if size < count:
+                fewest, count = live, size
                 if not count:
                     break
         return _members(fewest or 0)
