@@ -112,6 +112,7 @@ def _improve(tour: list[int], table: list[list[int]], neighbours: list[list[int]
     active = deque(queue)
     waiting = set(queue)
     gained = 0
+    sizes = range(1, min(3, n - 3) + 1)  # Or-opt segment lengths: at least 3 cities stay outside one
     while active:
         a = active.popleft()
         waiting.discard(a)
@@ -159,10 +160,12 @@ def _improve(tour: list[int], table: list[list[int]], neighbours: list[list[int]
                 # out of its place, in between a neighbour c of one end and c's successor or
                 # predecessor
                 prev = tour[ia - 1]
+                row_prev = table[prev]
+                prev_a = row_prev[a]
                 best = None
-                for k in range(1, min(3, n - 3) + 1):  # a segment leaves at least 3 cities outside it
-                    last, nxt = tour[(ia + k - 1) % n], tour[(ia + k) % n]
-                    removal = table[prev][a] + table[last][nxt] - table[prev][nxt]
+                for k in sizes:
+                    last, nxt = tour[ia + k - 1 - n], tour[ia + k - n]  # (ia + k - 1) % n, (ia + k) % n
+                    removal = prev_a + table[last][nxt] - row_prev[nxt]
                     if removal <= 0:
                         continue
                     for end, other in ((a, last), (last, a)) if k > 1 else ((a, a),):  # one city has one end
@@ -171,14 +174,16 @@ def _improve(tour: list[int], table: list[list[int]], neighbours: list[list[int]
                             to_c = row_end[c]
                             if to_c >= removal:
                                 break
-                            if (pos[c] - ia) % n < k:  # c is in the segment
+                            at_c = pos[c]
+                            if (at_c - ia) % n < k:  # c is in the segment
                                 continue
-                            after = nxt if c == prev else tour[pos[c] + 1 - n]  # c's neighbours once the segment is out
-                            before = prev if c == nxt else tour[pos[c] - 1]
-                            gain = removal - (to_c + row_other[after] - table[c][after])  # c, end .. other, after
+                            after = nxt if c == prev else tour[at_c + 1 - n]  # c's neighbours once the segment is out
+                            before = prev if c == nxt else tour[at_c - 1]
+                            row_c = table[c]  # distances are symmetric: row_c[x] is table[x][c]
+                            gain = removal - (to_c + row_other[after] - row_c[after])  # c, end .. other, after
                             if gain > 0 and (best is None or gain > best[0]):
                                 best = (gain, end, c, after)
-                            gain = removal - (table[before][other] + to_c - table[before][c])  # before, other .. end, c
+                            gain = removal - (row_other[before] + to_c - row_c[before])  # before, other .. end, c
                             if gain > 0 and (best is None or gain > best[0]):
                                 best = (gain, other, before, c)
                     if best is not None:
