@@ -7,7 +7,9 @@ best-known objective, and our renderer against networkx + matplotlib.
 
 Times are CPU seconds of this process (`time.process_time`; everything here is single-
 threaded), so the figures are per core; a loaded machine still slows them (shared caches,
-hyper-threads), which is why `--compare` runs the old and the new code side by side.
+hyper-threads), which is why `--compare` runs the old and the new code side by side. Each
+speed measure follows an untimed warm-up of five instances (`warm_up`): the figures are a
+long run's per-instance rate, not its first-instance costs.
 
 `--compare REV` measures only generation speed (instances/s without and with images) of
 the code at git revision REV (built into a temporary folder, imported there by a worker
@@ -36,6 +38,8 @@ import mmnp
 from mmnp.registry import resolve_tasks
 from mmnp.task import Task
 
+WARM_UP_SEEDS = range(10**9, 10**9 + 5)  # untimed instances before each speed measure (`warm_up`), seeds
+#   no measure uses (an instance's own strings, e.g. its title, would otherwise be drawn in advance)
 HOSTILE = [
     "Answer: " + "[" * 500_000 + "]" * 500_000,
     "Answer: [" + ",".join(["1"] * 400_000) + "]",
@@ -92,12 +96,13 @@ def nx_matplotlib_png(inst, size: int) -> bytes | None:
 
 def bench(task: Task, difficulty: str, count: int, optimal_count: int, size: int) -> dict:
     seeds = list(range(count))
+    warm_up(task, difficulty, size)
     start = time.process_time()
     instances = [task.generate(difficulty, s) for s in seeds]
     gen = count / (time.process_time() - start)
     start = time.process_time()
     for s in seeds:
-        task.render(task.generate(difficulty, s), size)
+        task.picture(task.generate(difficulty, s), size)
     gen_img = count / (time.process_time() - start)
 
     records = [i.to_record() for i in instances]
@@ -133,12 +138,21 @@ def bench(task: Task, difficulty: str, count: int, optimal_count: int, size: int
     }
 
 
+def warm_up(task: Task, difficulty: str, size: int) -> None:
+    """Generate and draw a few instances untimed: a run's one-time costs (fonts opened, lazy
+    imports, the first word tiles drawn: ~40 ms) would otherwise weigh on a 50-instance
+    measure (-10%) as they never do on a real `mmnp generate`."""
+    for s in WARM_UP_SEEDS:
+        task.picture(task.generate(difficulty, s), size)
+
+
 def speed(name: str, difficulty: str, count: int, size: int, first: int = 0) -> dict:
     """Instances/s of one task and difficulty: generation alone, and generation plus picture
-    (Task.picture, as `mmnp generate` draws it), seeds first..first+count-1."""
+    (Task.picture, as `mmnp generate` draws it), seeds first..first+count-1, after a warm-up."""
     from mmnp.registry import get_task
 
     task = get_task(name)
+    warm_up(task, difficulty, size)
     seeds = range(first, first + count)
     start = time.process_time()
     for s in seeds:
