@@ -152,6 +152,14 @@ def parse_value(value: str) -> Any:
 
 
 _TUPLES_AS_LISTS = str.maketrans("()", "[]")
+_INT = frozenset((int,))
+
+
+def ints_only(values: list) -> bool:
+    """Every item a plain int (bools excluded), as `all(type(x) is int ...)` says, from the set
+    of the items' types: one C loop, about half the cost of the generator on a 20-id answer
+    (every verification in an RL loop starts with this test)."""
+    return {*map(type, values)} <= _INT
 
 
 def _normalise(obj: Any, depth: int) -> Any:
@@ -161,7 +169,7 @@ def _normalise(obj: Any, depth: int) -> Any:
     if isinstance(obj, list):
         if len(obj) > MAX_ITEMS:
             raise ParseError(f"the answer has more than {MAX_ITEMS} entries")
-        if all(type(x) is int for x in obj):  # the common case, checked in C
+        if ints_only(obj):  # the common case
             if obj and (max(obj) >= _LIMIT or min(obj) <= -_LIMIT):
                 raise ParseError("a number in the answer is too large")
             return obj
@@ -299,7 +307,7 @@ def read_list(text: Any) -> list:
 def parse_int_list(text: Any, what: str) -> list[int]:
     """The common answer shape: a flat list (or arrow chain) of integer ids."""
     value = read_list(text)
-    if all(type(x) is int for x in value):
+    if ints_only(value):
         return value
     out = []
     for x in value:

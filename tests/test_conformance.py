@@ -98,17 +98,23 @@ def test_verify_accepts_the_jsonl_record(task):
 def test_every_violation_kind_is_detected(task):
     assert callable(getattr(task.verifier, "wrong_answers", None)), \
         f"verifiers/{task.name}.py must declare wrong_answers(instance): a wrong answer per violation kind"
-    inst = task.generate("medium", seed=4)
-    cases = task.verifier.wrong_answers(inst)
-    assert {kind for _, kind in cases} == set(task.verifier.VIOLATION_KINDS)
-    for text, kind in cases:
-        verdict = task.verify(inst, text)
-        assert verdict.parsed, verdict.error
-        assert not verdict.feasible and verdict.objective is None
-        assert kind in verdict.kinds, f"{text!r} should violate {kind}, got {verdict.kinds}"
-        assert all(v.kind in task.verifier.VIOLATION_KINDS for v in verdict.violations)
-        assert all(v.message for v in verdict.violations)
-        assert task.quality_ratio(verdict.objective, inst.reference_objective) == 0.0
+    # on every instance (a kind the instance cannot show may be left out), every kind over the sample
+    shown = set()
+    for difficulty in ("easy", "medium", "hard"):
+        for seed in range(4):
+            inst = task.generate(difficulty, seed=seed)
+            cases = task.verifier.wrong_answers(inst)
+            assert cases, f"no wrong answers for {difficulty} seed {seed}"
+            for text, kind in cases:
+                verdict = task.verify(inst, text)
+                assert verdict.parsed, verdict.error
+                assert not verdict.feasible and verdict.objective is None
+                assert kind in verdict.kinds, f"{text!r} should violate {kind}, got {verdict.kinds}"
+                assert all(v.kind in task.verifier.VIOLATION_KINDS for v in verdict.violations)
+                assert all(v.message for v in verdict.violations)
+                assert task.quality_ratio(verdict.objective, inst.reference_objective) == 0.0
+                shown.add(kind)
+    assert shown == set(task.verifier.VIOLATION_KINDS)
 
 
 def _variants(value: str) -> list[str]:

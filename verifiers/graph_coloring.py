@@ -6,7 +6,7 @@ from __future__ import annotations
 from mmnp.kits.answers import as_mapping
 
 from mmnp.core import Instance, Violation, edge_str, violation
-from mmnp.parsing import ParseError, as_int, read_list
+from mmnp.parsing import ParseError, as_int, ints_only, read_list
 
 DIRECTION = "min"  # the objective is minimised
 VIOLATION_KINDS = {
@@ -21,7 +21,7 @@ VIOLATION_KINDS = {
 def parse(text: str) -> list:
     """A list of colours (positional), or a list of [vertex, colour] pairs (mapping form)."""
     value = read_list(text)
-    if all(type(x) is int for x in value):
+    if ints_only(value):
         return value
     if all(isinstance(x, list) for x in value):
         if any(len(x) != 2 for x in value):

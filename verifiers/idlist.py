@@ -8,7 +8,7 @@ from typing import Callable
 
 from mmnp.core import Violation, id_check, violation
 from mmnp.kits.answers import halves
-from mmnp.parsing import ParseError, as_int, parse_int_list, read_list
+from mmnp.parsing import ParseError, as_int, ints_only, parse_int_list, read_list
 
 
 def parser(noun: str) -> Callable[[str], list[int]]:
@@ -38,7 +38,7 @@ def split_parser(noun: str) -> Callable[[str], list]:
 
     def parse(text: str) -> list:
         value = read_list(text)
-        if all(type(x) is int for x in value):
+        if ints_only(value):
             return value
         if len(value) == 2 and all(isinstance(h, list) for h in value):
             return [[as_int(v, noun) for v in h] for h in value]
