@@ -334,13 +334,9 @@ def adjacency_rows(n: int, edges: Iterable[Sequence[int]]) -> list[str]:
     return [f"{u}: " + ", ".join(str(v) for v in sorted(vs)) for u, vs in enumerate(larger) if vs]
 
 
-@lru_cache(maxsize=16)
-def _panel_layout(canvas_w: float, rows: tuple[str, ...], size: int,
-                  pad: float) -> tuple[int, float, tuple[tuple[str, ...], ...]]:
+def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tuple[int, float, list[list[str]]]:
     """Columns of rows (long rows wrapped, continuation lines indented, a row never split
-    across columns) with the fewest lines in the tallest column. Cached: a graph picture
-    asks again for each disc arrangement it weighs (the same rows at the same fonts under
-    a different top)."""
+    across columns) with the fewest lines in the tallest column."""
     best = None
     space = _text_width(" ", size, False)
     indent = 4 * space
@@ -368,7 +364,7 @@ def _panel_layout(canvas_w: float, rows: tuple[str, ...], size: int,
                 break
             target += 1
         if best is None or target < best[0]:
-            best = (target, col_w + size, tuple(map(tuple, cols)))
+            best = (target, col_w + size, cols)
     return best
 
 
@@ -495,7 +491,7 @@ def draw_graph(
         draw_panel(canvas, drawing.panel, "Edges, each once under its smaller end (u: v, w = edges u-v, u-w):")
 
 
-def text_panel(width: float, rows: Sequence[str], top: float) -> tuple[tuple, int]:
+def text_panel(width: float, rows: list[str], top: float) -> tuple[tuple, int]:
     """Where a list of "head: a, b, c" rows goes under `top`, and the canvas height it
     needs: in up to five columns, at the font (18 px at the default size down to MIN_FONT)
     that is largest relative to the canvas's long side, which is what a client's downscale
@@ -503,7 +499,6 @@ def text_panel(width: float, rows: Sequence[str], top: float) -> tuple[tuple, in
     smaller), within MAX_ASPECT; with more rows than that holds, MIN_FONT and a canvas as
     tall as the rows need (the stated fallback for big instances)."""
     scale = width / DEFAULT_SIZE
-    rows = tuple(rows)
     best = None
     for font_size in range(max(MIN_FONT, round(18 * scale)), MIN_FONT - 1, -1):
         if best is not None and best[0] >= (True, font_size / width):

@@ -166,8 +166,8 @@ def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
     """Hand-built wrong answers to `inst`, each with the violation kind it must raise: the conformance
     suite checks that every kind in VIOLATION_KINDS is caught. A kind this instance cannot show is
     left out (over_capacity when every meeting fits the smallest room, unavailable_attendee when
-    everyone is free all day, attendee_conflict when no two meetings share anyone): the suite
-    checks each kind over several instances."""
+    no attendee's window closes before the day ends, attendee_conflict when no two meetings
+    share anyone): the suite checks each kind over several instances."""
     data = inst.data
     meetings, rooms, people = data["meetings"], data["rooms"], data["people"]
     day0, day1 = (minutes(t) for t in data["day"])
