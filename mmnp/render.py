@@ -336,7 +336,7 @@ def adjacency_rows(n: int, edges: Iterable[Sequence[int]]) -> list[str]:
 
 def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tuple[int, float, list[list[str]]]:
     """Columns of rows (long rows wrapped, continuation lines indented, a row never split
-    across columns) with the fewest lines in the tallest column."""
+    across columns) with the fewest lines in the tallest column (fewer columns on a tie)."""
     best = None
     space = _text_width(" ", size, False)
     indent = 4 * space
@@ -348,12 +348,18 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
         for w in ws[1:]:
             width = width + space + w
         full.append(width)
-    for ncols in range(1, 6):
+    # most columns first: a count whose bound (every row at least one line) is above the best
+    # target so far cannot win, and ties go to fewer columns, so such counts are skipped
+    for ncols in range(5, 0, -1):
+        if best is not None and -(-len(rows) // ncols) > best[0]:
+            continue
         col_w = (canvas_w - 2 * pad) / ncols - size
         blocks = _wrapped(rows, tokens, widths, full, col_w, space, indent)
         if blocks is None:
             continue
-        target = math.ceil(sum(map(len, blocks)) / ncols)
+        # no column below its longest row's lines (a row is never split): with a shorter target
+        # that row's column would run past the height the panel is given
+        target = max(math.ceil(sum(map(len, blocks)) / ncols), max(map(len, blocks)))
         while True:
             cols: list[list[str]] = [[]]
             for block in blocks:
@@ -363,7 +369,7 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
             if len(cols) <= ncols:
                 break
             target += 1
-        if best is None or target < best[0]:
+        if best is None or target <= best[0]:
             best = (target, col_w + size, cols)
     return best
 

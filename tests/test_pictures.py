@@ -17,7 +17,8 @@ from PIL import Image
 
 import mmnp
 from mmnp import layout
-from mmnp.render import BLACK, DEFAULT_SIZE, MAX_ASPECT, Canvas, adjacency_rows, graph_canvas
+from mmnp.render import (BLACK, DEFAULT_SIZE, MAX_ASPECT, Canvas, _panel_layout, _text_width, _wrapped, adjacency_rows,
+                         graph_canvas)
 
 graphs = st.integers(3, 50).flatmap(lambda n: st.tuples(
     st.just(n), st.sets(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] < e[1]),
@@ -38,6 +39,9 @@ def test_any_graph_is_drawn_unambiguously_or_gets_its_panel(graph):
         assert drawing.panel is not None and canvas.height <= MAX_ASPECT * DEFAULT_SIZE + 1
         listed = [line for col in drawing.panel[4] for line in col]
         assert _edges_from_panel(listed) == {tuple(e) for e in edges}
+        top, font_size, line_h, _, cols = drawing.panel
+        # every line's baseline (draw_panel's) on the canvas: the panel is given room for all
+        assert top + (max(map(len, cols)) + 1.5) * line_h + font_size / 2 <= canvas.height
 
 
 def _edges_from_panel(lines: list[str]) -> set[tuple[int, int]]:
@@ -51,6 +55,60 @@ def _edges_from_panel(lines: list[str]) -> set[tuple[int, int]]:
             tail = line
         edges |= {(u, int(v)) for v in re.findall(r"\d+", tail)}
     return edges
+
+
+def _every_column_count(canvas_w: float, rows: list[str], size: int, pad: float) -> tuple | None:
+    """`_panel_layout` without its pruning: every column count from 1 to 5 laid out, the
+    fewest lines in the tallest column kept, the first (fewest columns) on a tie."""
+    space = _text_width(" ", size, False)
+    tokens = [row.split(" ") for row in rows]
+    widths = [[_text_width(tok, size, False) for tok in toks] for toks in tokens]
+    best = None
+    for ncols in range(1, 6):
+        col_w = (canvas_w - 2 * pad) / ncols - size
+        blocks = _wrapped(rows, tokens, widths, [sum(ws) + space * (len(ws) - 1) for ws in widths], col_w,
+                          space, 4 * space)
+        if blocks is None:
+            continue
+        for target in range(max(map(len, blocks)), sum(map(len, blocks)) + 1):
+            cols = [[]]
+            for block in blocks:
+                if cols[-1] and len(cols[-1]) + len(block) > target:
+                    cols.append([])
+                cols[-1].extend(block)
+            if len(cols) <= ncols:
+                break
+        if best is None or target < best[0]:
+            best = (target, col_w + size, cols)
+    return best
+
+
+@settings(max_examples=80, deadline=None)
+@given(graphs, st.sampled_from([300, 768, 1500]), st.integers(10, 18))
+def test_the_edge_list_takes_the_fewest_lines_of_any_column_count(graph, width, size):
+    """The layout search skips column counts that cannot win; what it returns must be what
+    laying out every count gives (the tallest column as short as any, fewer columns on a tie)."""
+    n, edges = graph
+    rows = adjacency_rows(n, sorted(edges))
+    if not rows:
+        return
+    got, expected = _panel_layout(width, rows, size, 12.0), _every_column_count(width, rows, size, 12.0)
+    assert (got is None) == (expected is None)
+    if got is not None:
+        assert got[0] == expected[0] and got[1] == pytest.approx(expected[1]) and got[2] == expected[2]
+        assert max(map(len, got[2])) <= got[0]  # no column taller than the lines it is given
+
+
+def test_a_hubs_wrapped_row_stays_inside_the_panel():
+    """A hub's row wraps into more lines than the columns' average; the panel's height used to
+    count the average, so the hub's column ran 3 lines past the bottom of the picture."""
+    n = 60
+    edges = [[0, v] for v in range(1, n)] + [[u, v] for u in range(1, n) for v in range(u + 1, min(n, u + 4))]
+    canvas, drawing = graph_canvas(n, edges, DEFAULT_SIZE, "t")
+    top, font_size, line_h, _, cols = drawing.panel
+    hub_lines = 1 + next((i for i, line in enumerate(cols[0][1:]) if not line.startswith(" ")), len(cols[0]) - 1)
+    assert hub_lines >= 10  # the case in point: one row wrapped over many lines
+    assert top + (max(map(len, cols)) + 1.5) * line_h + font_size / 2 <= canvas.height
 
 
 def test_adjacency_rows_list_each_edge_once_under_its_smaller_end():
