@@ -51,6 +51,7 @@ SOURCES: list[tuple[str, str, str, str, Callable[[str], str]]] = [
      "DIMACS/weighted", "", _dimacs_unweighted),
     ("rafaelcalpena/graph-coloring", "bff4a0eb02148153a7fdedd63cfbbe41405c8dc0",
      "graph-coloring/dimacs", "", _same),
+    ("yogafans/Tabu_k_Color", "051d0e9c6668a2755ce38a37344c2fc5a054555d", "data", "", _same),
     ("pinam45/USCP_instances", "63f47d103df49dca061539e99a05aea363d301ed", "OR-Library", "", _same),
     ("pinam45/USCP_instances", "63f47d103df49dca061539e99a05aea363d301ed", "steiner-triple-covering", "", _same),
     ("mastqe/tsplib", "775541365dc3f7f3cd6faa8d0e206036d2c45e0e", "", "", _same),
