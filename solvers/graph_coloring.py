@@ -2,14 +2,16 @@
 bound), by TabuCol, PartialCol and HEA (their hybrid with GPX crossover); CP-SAT exact.
 
 The heuristic's budget, in moves (deterministic, seeded, no wall clock): for each number of
-colours k, at most `step_budget(n)` moves = max(4,000, 500 n, 5 n^2) capped at 1,000,000 (n = 450:
-1,000,000, about 35 CPU s of these numpy loops at ~30,000 moves/s), spent in this order, each
+colours k, at most `step_budget(n)` steps = max(4,000, 500 n, 5 n^2) capped at 1,000,000 (n = 450:
+1,000,000, about 35 CPU s of numpy PartialCol at ~30,000 moves/s), spent in this order, each
 stage only if the ones before failed:
   1. TabuCol, 20 n moves, from the (k+1)-colouring with its smallest class uncoloured;
   2. PartialCol, 100 n moves, from the same start (TabuCol stalls on le450_15c at 20 colours);
   3. TabuCol, 300 n moves, from the same start (le450_15a's 15th colour takes ~50,000-130,000);
   4. HEA with PartialCol children (10 n moves each), half of what is left;
-  5. HEA with TabuCol children (20 n moves each), the rest.
+  5. HEA with TabuCol children (20 n moves each), the other half's CPU: TabuCol's moves are
+     compiled (numba), ~25x the numpy loop's rate with the same moves, so this stage gets
+     COMPILED_MOVES_PER_STEP = 25 moves a step (DSJC250.5's 28 colours take it ~3 million).
 At k equal to the clique's size, when local search fails and a greedy search splits the
 vertices into k-cliques (a queen graph's rows), an exact cover of the vertices by independent
 sets with one vertex per clique (`clique_cover_colouring`, each stage within a node budget) is
@@ -28,16 +30,22 @@ what reaches 15 on le450_15c/d. TabuCol's tenure is Galinier & Hao's 0.6 x confl
 + 0-9; PartialCol follows the authors' FOO code (marijnheule/clicolcom React-Partialcol) with a
 fixed, not reactive, tenure.
 
-Measured (bench_published, seed 0): le450_15a-d all 15 (2-19 CPU s), le450_25c/d 27/26 at
-37-49 s (two runs), queen11_11 11 (4 s: local search 12, then the exact cover), queen13_13 14 (its
+Measured (bench_published, seed 0): le450_15a-d all 15 (1-8 CPU s), DSJC250.5 28 and DSJC500.1
+12, the best known (12 and 53 s; with stage 5 in numpy at its 1x share: 29 and 13), le450_25c/d
+27/26 at 26-27 s (a fresh seed's 10 million-move HEA found 26 on le450_25c in 13 s, the
+heuristic's own stream did not), queen11_11 11 (1 s: local search 12, then the exact cover), queen13_13 14 (its
 73,712 13-queens solutions exceed the listing's budget; a cover search over all of them made
 no 13-colouring in 360,000 steps, nor CP-SAT on the same cover in 418 deterministic
-seconds). Not robust: with the generator seeded 1 or 2 instead of 0, le450_15c ends at 16 or
-15 and le450_15d at 17; numpy moves (~30,000/s) keep the budget below what HEA needs for a
-reliable 15.
+seconds). Not robust: with the generator seeded 1 or 2 instead of 0, le450_15c ended at 16 or
+15 and le450_15d at 17 (measured before the compiled moves); PartialCol's moves are numpy still
+(its uncoloured set is a Python set whose order its moves follow, so a compiled copy would not
+make the same moves).
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -57,6 +65,7 @@ POPULATION = 10  # HEA's colourings
 CHILD_STEPS = 1_000  # TabuCol moves per child, at least ...
 CHILD_STEPS_PER_VERTEX = 20  # ... or this many per vertex with TabuCol ...
 PARTIAL_CHILD_STEPS_PER_VERTEX = 10  # ... or with PartialCol
+COMPILED_MOVES_PER_STEP = 25  # compiled TabuCol moves the last HEA gets per step of its share (the same CPU)
 PARTITION_NODES = 20_000  # search nodes splitting the vertices into cliques of the lower bound's size
 TRANSVERSAL_NODES = 200_000  # search nodes listing the independent sets with one vertex per clique
 COVER_NODES = 5_000  # exact-cover search nodes over those sets (queen11_11 takes ~150)
@@ -164,46 +173,93 @@ def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
     their least conflicting colour); move a conflicting vertex to the colour that lowers the
     conflicts most (ties at random), not back to a colour it left within its tenure unless that
     beats the best count so far. The colouring with fewest conflicting edges seen within `steps`
-    moves (stopping at 0), and that count. gamma[v, c] counts v's neighbours of colour c,
-    updated per move."""
-    n = len(nbrs)
-    col = start.copy()
+    moves (stopping at 0), and that count. The moves are `_tabucol_moves`, compiled by numba
+    (about 600,000 a second on DSJC250.5 at 28 colours, 23x the numpy loop this replaced, whose
+    moves they equal: tests/test_heuristic_graph_coloring.py)."""
+    draws = rng.integers(0, 10, size=steps + 1)  # tenure noise, then tie draws: one stream, as always
+    ties = rng.random(steps + 1)
+    sizes = np.fromiter(map(len, nbrs), dtype=np.int64, count=len(nbrs))
+    indptr = np.concatenate([[0], np.cumsum(sizes)])
+    indices = np.concatenate(nbrs).astype(np.int64) if len(nbrs) else np.zeros(0, dtype=np.int64)
+    kept, best = _compiled_tabucol()(indptr, indices, k, start.astype(np.int64), steps, draws, ties)
+    return kept, int(best)
+
+
+@functools.cache
+def _compiled_tabucol() -> Callable:
+    """`_tabucol_moves` compiled on first use (numba, cached on disk): importing numba costs
+    ~0.3 s, which only a colouring heuristic pays, never a verifier."""
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(_tabucol_moves)
+
+
+def _tabucol_moves(indptr: np.ndarray, indices: np.ndarray, k: int, col: np.ndarray, steps: int,
+                   draws: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, int]:
+    """TabuCol's moves on a CSR graph (`col` is changed in place): each move scans the
+    conflicting vertices in id order and their colours in order for the lowest change in
+    conflicts (gamma[v, c] counts v's neighbours of colour c), skipping a vertex's own colour
+    and tabu colours that do not beat the best count, and takes option int(ties[it] x options)
+    in that order; no move while every option is tabu."""
+    n = len(col)
     gamma = np.zeros((n, k), dtype=np.int64)
-    for v in np.flatnonzero(col >= 0).tolist():
-        gamma[nbrs[v], col[v]] += 1
-    for v in np.flatnonzero(col < 0).tolist():
-        col[v] = c = int(np.argmin(gamma[v]))
-        gamma[nbrs[v], c] += 1
-    rows = np.arange(n)
-    conflicts = int(gamma[rows, col].sum()) // 2
+    for v in range(n):
+        if col[v] >= 0:
+            for j in range(indptr[v], indptr[v + 1]):
+                gamma[indices[j], col[v]] += 1
+    for v in range(n):  # uncoloured vertices, in id order, take their first least conflicting colour
+        if col[v] < 0:
+            c = 0
+            for x in range(1, k):
+                if gamma[v, x] < gamma[v, c]:
+                    c = x
+            col[v] = c
+            for j in range(indptr[v], indptr[v + 1]):
+                gamma[indices[j], c] += 1
+    conflicts = 0
+    for v in range(n):
+        conflicts += gamma[v, col[v]]
+    conflicts //= 2
     best, kept = conflicts, col.copy()
     tabu = np.zeros((n, k), dtype=np.int64)
-    draws = rng.integers(0, 10, size=steps + 1).tolist()
-    ties = rng.random(steps + 1).tolist()
     blocked = n * n + 1
+    options = np.empty(n * k, dtype=np.int64)
+    bad = np.empty(n, dtype=np.int64)
     for it in range(1, steps + 1):
         if conflicts == 0:
             break
-        bad = np.flatnonzero(gamma[rows, col] > 0)
-        own = gamma[bad, col[bad]]
-        delta = gamma[bad] - own[:, None]
-        delta[np.arange(len(bad)), col[bad]] = blocked
-        delta[(tabu[bad] >= it) & (conflicts + delta >= best)] = blocked
-        low = delta.min()
+        nbad, low, count = 0, blocked, 0
+        for v in range(n):
+            own = gamma[v, col[v]]
+            if own <= 0:
+                continue
+            for c in range(k):
+                if c == col[v]:
+                    continue
+                change = gamma[v, c] - own
+                if tabu[v, c] >= it and conflicts + change >= best:
+                    continue
+                if change < low:
+                    low, count = change, 0
+                if change == low:
+                    options[count] = nbad * k + c
+                    count += 1
+            bad[nbad] = v
+            nbad += 1
         if low >= blocked:
             continue  # every move tabu: wait for a tenure to end
-        options = np.flatnonzero(delta.ravel() == low)
-        at = int(options[int(ties[it] * len(options))])
-        v, c = int(bad[at // k]), at % k
-        old = int(col[v])
+        at = options[int(ties[it] * count)]
+        v, c = bad[at // k], at % k
+        old = col[v]
         col[v] = c
-        gamma[nbrs[v], old] -= 1
-        gamma[nbrs[v], c] += 1
-        conflicts += int(low)
+        for j in range(indptr[v], indptr[v + 1]):
+            gamma[indices[j], old] -= 1
+            gamma[indices[j], c] += 1
+        conflicts += low
         if conflicts < best:
             best = conflicts
             kept[:] = col
-        tabu[v, old] = it + int(0.6 * len(bad)) + draws[it]
+        tabu[v, old] = it + int(0.6 * nbad) + draws[it]
     return kept, best
 
 
@@ -282,7 +338,10 @@ def fewer_colours(nbrs: list[np.ndarray], colouring: np.ndarray, rng: np.random.
         return found
     half = (step_budget(n) - (QUICK_STEPS_PER_VERTEX + PARTIAL_STEPS_PER_VERTEX + LONG_STEPS_PER_VERTEX) * n) // 2
     found = hybrid(nbrs, colouring, half, rng, partial=True)
-    return found if found is not None else hybrid(nbrs, colouring, half, rng, partial=False)
+    if found is not None:
+        return found
+    # TabuCol's compiled moves cost ~1/25 of a numpy step: its HEA gets as many more for its CPU
+    return hybrid(nbrs, colouring, half * COMPILED_MOVES_PER_STEP, rng, partial=False)
 
 
 def _members(mask: int) -> list[int]:

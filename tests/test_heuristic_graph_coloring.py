@@ -5,8 +5,10 @@ for 500 moves per vertex per colour) stopped two colours above it."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import mmnp
+from mmnp.solvers import graph_coloring
 
 
 def leighton(n: int, k: int, edges: int, seed: int) -> dict:
@@ -32,6 +34,71 @@ def test_heuristic_reaches_the_planted_colours_on_leighton_graphs():
         colours = solver.heuristic(data)
         assert all(colours[u] != colours[v] for u, v in data["edges"])
         assert len(set(colours)) == 10, seed
+
+
+def numpy_tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
+                  rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """TabuCol as mmnp ran it before the compiled moves (one numpy pass over the conflicting
+    vertices' gain matrix a move): the moves the compiled kernel must make."""
+    n = len(nbrs)
+    col = start.copy()
+    gamma = np.zeros((n, k), dtype=np.int64)
+    for v in np.flatnonzero(col >= 0).tolist():
+        gamma[nbrs[v], col[v]] += 1
+    for v in np.flatnonzero(col < 0).tolist():
+        col[v] = c = int(np.argmin(gamma[v]))
+        gamma[nbrs[v], c] += 1
+    rows = np.arange(n)
+    conflicts = int(gamma[rows, col].sum()) // 2
+    best, kept = conflicts, col.copy()
+    tabu = np.zeros((n, k), dtype=np.int64)
+    draws = rng.integers(0, 10, size=steps + 1).tolist()
+    ties = rng.random(steps + 1).tolist()
+    blocked = n * n + 1
+    for it in range(1, steps + 1):
+        if conflicts == 0:
+            break
+        bad = np.flatnonzero(gamma[rows, col] > 0)
+        own = gamma[bad, col[bad]]
+        delta = gamma[bad] - own[:, None]
+        delta[np.arange(len(bad)), col[bad]] = blocked
+        delta[(tabu[bad] >= it) & (conflicts + delta >= best)] = blocked
+        low = delta.min()
+        if low >= blocked:
+            continue
+        options = np.flatnonzero(delta.ravel() == low)
+        at = int(options[int(ties[it] * len(options))])
+        v, c = int(bad[at // k]), at % k
+        old = int(col[v])
+        col[v] = c
+        gamma[nbrs[v], old] -= 1
+        gamma[nbrs[v], c] += 1
+        conflicts += int(low)
+        if conflicts < best:
+            best = conflicts
+            kept[:] = col
+        tabu[v, old] = it + int(0.6 * len(bad)) + draws[it]
+    return kept, best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_compiled_tabucol_makes_the_numpy_loops_moves(seed: int) -> None:
+    """Same graph, start, budget and random stream: the same colouring and conflict count (a
+    kernel that ordered its options, drew its ties or kept its tabu list otherwise would drift
+    within a few moves; the references of every generated instance depend on these moves)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 60))
+    upper = np.triu(rng.random((n, n)) < rng.uniform(0.1, 0.7), 1)
+    nbrs = [np.flatnonzero(row) for row in upper | upper.T]
+    k = int(rng.integers(2, 8))
+    start = rng.integers(-1, k, n).astype(np.int64)
+    steps = int(rng.integers(1, 3000))
+    given = start.copy()
+    expected = numpy_tabucol(nbrs, k, start, steps, np.random.default_rng(seed))
+    got = graph_coloring.tabucol(nbrs, k, start, steps, np.random.default_rng(seed))
+    assert got[1] == expected[1]
+    assert got[0].tolist() == expected[0].tolist()
+    assert start.tolist() == given.tolist()  # HEA reuses its starts: not changed in place
 
 
 def test_gpx_takes_the_largest_class_of_each_parent_in_turn():

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 HEAVY = ("ortools", "pandas", "matplotlib", "aiohttp", "torch", "transformers", "datasets", "trl", "vllm", "pyarrow")
+COMPILER = ("numba", "llvmlite")  # graph colouring's heuristic compiles its moves: generating may load it, scoring never
 
 VERIFY_EVERY_TASK = """
 import json, sys, mmnp
@@ -27,9 +28,26 @@ def test_import_generate_and_verify_stay_light():
     assert not _imported(VERIFY_EVERY_TASK) & set(HEAVY)
 
 
+def test_verifying_every_task_loads_no_compiler(tmp_path):
+    """What a reward worker does for each task (a record in, an answer scored) never loads numba:
+    only the colouring heuristic, at generation, compiles."""
+    import mmnp
+
+    records = []
+    for task in mmnp.list_tasks():
+        inst = task.generate("medium", 0)
+        records.append([task.name, inst.to_record(), task.verifier.format(inst.reference["heuristic"]["solution"])])
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps(records))
+    loaded = _imported(f"import json, sys, mmnp\nfor name, record, answer in json.load(open({str(path)!r})):\n"
+                       "    assert mmnp.get_task(name).verify(record, 'Answer: ' + answer).feasible\n"
+                       "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    assert not loaded & set(HEAVY + COMPILER)
+
+
 def test_cli_startup_stays_light():
     loaded = _imported("import json, sys, mmnp.cli; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
-    assert not loaded & set(HEAVY)
+    assert not loaded & set(HEAVY + COMPILER)
 
 
 def test_exact_solving_still_loads_ortools():
@@ -47,4 +65,4 @@ def test_reward_workers_stay_light():
                        "inst = mmnp.get_task('knapsack').generate('easy', 0)\n"
                        "assert compute_score('mmnp/knapsack', 'Answer: []', record_payload(inst), {'reward': 'shaped'}) < 1\n"
                        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
-    assert not loaded & set(HEAVY)
+    assert not loaded & set(HEAVY + COMPILER)
