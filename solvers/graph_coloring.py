@@ -44,13 +44,11 @@ make the same moves).
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-
 import numpy as np
 
 from mmnp.kits.graphs import neighbour_masks
 from mmnp.solvers import cpsat
+from mmnp.solvers.compiled import compiled
 from mmnp.solvers.max_clique import CliqueSearch
 
 CLIQUE_NODES = 3_000  # branch-and-bound nodes spent on the clique that bounds the colours from below
@@ -181,19 +179,11 @@ def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
     sizes = np.fromiter(map(len, nbrs), dtype=np.int64, count=len(nbrs))
     indptr = np.concatenate([[0], np.cumsum(sizes)])
     indices = np.concatenate(nbrs).astype(np.int64) if len(nbrs) else np.zeros(0, dtype=np.int64)
-    kept, best = _compiled_tabucol()(indptr, indices, k, start.astype(np.int64), steps, draws, ties)
+    kept, best = _tabucol_moves(indptr, indices, k, start.astype(np.int64), steps, draws, ties)
     return kept, int(best)
 
 
-@functools.cache
-def _compiled_tabucol() -> Callable:
-    """`_tabucol_moves` compiled on first use (numba, cached on disk): importing numba costs
-    ~0.3 s, which only a colouring heuristic pays, never a verifier."""
-    import numba
-
-    return numba.njit(cache=True, nogil=True)(_tabucol_moves)
-
-
+@compiled
 def _tabucol_moves(indptr: np.ndarray, indices: np.ndarray, k: int, col: np.ndarray, steps: int,
                    draws: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, int]:
     """TabuCol's moves on a CSR graph (`col` is changed in place): each move scans the
