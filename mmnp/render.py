@@ -359,7 +359,7 @@ def _panel_layout(canvas_w: float, rows: list[str], size: int, pad: float) -> tu
             continue
         # no column below its longest row's lines (a row is never split): with a shorter target
         # that row's column would run past the height the panel is given
-        target = max(math.ceil(sum(map(len, blocks)) / ncols), max(map(len, blocks)))
+        target = max(math.ceil(sum(map(len, blocks)) / ncols), max(map(len, blocks), default=0))
         while True:
             cols: list[list[str]] = [[]]
             for block in blocks:

@@ -10,8 +10,10 @@ stage only if the ones before failed:
   3. TabuCol, 300 n moves, from the same start (le450_15a's 15th colour takes ~50,000-130,000);
   4. HEA with PartialCol children (10 n moves each), half of what is left;
   5. HEA with TabuCol children (20 n moves each), the other half's CPU: TabuCol's moves are
-     compiled (numba), ~25x the numpy loop's rate with the same moves, so this stage gets
-     COMPILED_MOVES_PER_STEP = 25 moves a step (DSJC250.5's 28 colours take it ~3 million).
+     compiled (numba), 23x the numpy loop's rate on DSJC250.5 with the same moves, so this
+     stage gets COMPILED_MOVES_PER_STEP = 25 moves a step (2.6 million at n = 250, which reach
+     DSJC250.5's 28 colours). The gain is smaller where a move scans more (8-11x measured on
+     dense or 1,000-vertex graphs): there this stage costs up to 3x the CPU it did in numpy.
 At k equal to the clique's size, when local search fails and a greedy search splits the
 vertices into k-cliques (a queen graph's rows), an exact cover of the vertices by independent
 sets with one vertex per clique (`clique_cover_colouring`, each stage within a node budget) is
@@ -171,9 +173,12 @@ def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
     their least conflicting colour); move a conflicting vertex to the colour that lowers the
     conflicts most (ties at random), not back to a colour it left within its tenure unless that
     beats the best count so far. The colouring with fewest conflicting edges seen within `steps`
-    moves (stopping at 0), and that count. The moves are `_tabucol_moves`, compiled by numba
-    (about 600,000 a second on DSJC250.5 at 28 colours, 23x the numpy loop this replaced, whose
-    moves they equal: tests/test_heuristic_graph_coloring.py)."""
+    moves (stopping at 0), and that count. `nbrs[v]` lists v's neighbours once each (the
+    heuristic's lists do). The moves are `_tabucol_moves`, compiled by numba (about 600,000 a
+    second on DSJC250.5 at 28 colours, 23x the numpy loop this replaced, whose moves they equal:
+    tests/test_heuristic_graph_coloring.py)."""
+    if k < 1 or (len(start) and int(start.max()) >= k):
+        raise ValueError(f"tabucol: {k} colours, a start with colour {int(start.max()) if len(start) else None}")
     draws = rng.integers(0, 10, size=steps + 1)  # tenure noise, then tie draws: one stream, as always
     ties = rng.random(steps + 1)
     sizes = np.fromiter(map(len, nbrs), dtype=np.int64, count=len(nbrs))
@@ -468,7 +473,8 @@ def clique_cover_colouring(masks: list[int], k: int) -> np.ndarray | None:
 
 def heuristic(data: dict) -> list[int]:
     adj = _adjacency(data)
-    nbrs = [np.asarray(a, dtype=np.intp) for a in adj]
+    # each neighbour once (a hand-made record may repeat an edge): what the moves count
+    nbrs = [np.fromiter(dict.fromkeys(a), dtype=np.intp) for a in adj]
     best = np.asarray(dsatur(adj), dtype=np.int64) - 1
     lower = len(large_clique(data))
     rng = np.random.default_rng(0)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 HEAVY = ("ortools", "pandas", "matplotlib", "aiohttp", "torch", "transformers", "datasets", "trl", "vllm", "pyarrow")
-COMPILER = ("numba", "llvmlite")  # graph colouring's heuristic compiles its moves: generating may load it, scoring never
+COMPILER = ("numba", "llvmlite")  # some heuristics compile their loops: generating may load it, scoring never
 
 VERIFY_EVERY_TASK = """
 import json, sys, mmnp
@@ -30,7 +30,7 @@ def test_import_generate_and_verify_stay_light():
 
 def test_verifying_every_task_loads_no_compiler(tmp_path):
     """What a reward worker does for each task (a record in, an answer scored) never loads numba:
-    only the colouring heuristic, at generation, compiles."""
+    only heuristics (colouring, bisection), at generation, compile."""
     import mmnp
 
     records = []

@@ -269,3 +269,32 @@ def test_longest_cycle_heuristic_is_close_on_random_graphs_near_the_threshold():
         inst = task.generate("L9", seed, family="random")
         solution, proven = task.solver.optimal(inst.data, 5.0, inst.reference["heuristic"]["solution"])
         assert proven and inst.reference["heuristic"]["objective"] >= 0.95 * len(solution)
+
+
+def test_a_compiled_loop_runs_where_numba_cannot_cache(monkeypatch):
+    """A read-only install with no home folder gives numba's cache nowhere to write, and
+    njit(cache=True) raises: the loop is then compiled without the cache, not refused."""
+    import numba
+
+    from mmnp.solvers.compiled import compiled
+
+    real_njit, asked = numba.njit, []
+
+    def njit(*args, cache=False, **kwargs):
+        if not args:  # the decorator's own call (numba's internals call njit on functions too)
+            asked.append(cache)
+        if cache:
+            raise RuntimeError("cannot cache function 'loop': no locator available for file 'x.py'")
+        return real_njit(*args, cache=False, **kwargs)
+
+    monkeypatch.setattr(numba, "njit", njit)
+
+    def loop(values):
+        total = 0
+        for v in values:
+            total += v * v
+        return total
+
+    squares = compiled(loop)
+    assert squares(np.arange(5)) == 30 and asked == [True, False]
+    assert squares.py_func is loop
