@@ -7,8 +7,8 @@ The instances and their best known objectives (with sources) are listed in
 benchmarks/published.json; each file is looked up by its published name anywhere under --dir
 (DIMACS .clq/.col, OR-Library scp*.txt and Steiner data.N, TSPLIB .tsp, Pisinger's knapsack
 files as 'n capacity' then 'value weight' lines). Nothing is downloaded here: a file not on
-disk is listed as missing; `python benchmarks/fetch_published.py --dir FOLDER` assembles all
-154 listed files from pinned public copies. The shipped classic set (mmnp/data/classic) is measured too (--no-classic
+disk is listed as missing; `python benchmarks/fetch_published.py --dir FOLDER` assembles the
+listed files from pinned public copies. The shipped classic set (mmnp/data/classic) is measured too (--no-classic
 to skip it). Times are CPU seconds of this process (`time.process_time`), so other work on the
 machine does not count; the heuristics are single-threaded and deterministic.
 

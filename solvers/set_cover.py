@@ -13,15 +13,19 @@ then never runs: L7 0.1 -> 0.03 CPU s), and L8-L10's sizes with the wide subsets
 min(400 steps per subset, WORK list updates' worth) steps; each run stops at the lower bound or
 after min(100,000, max(100 per subset, PATIENCE_WORK updates' worth)) steps without a smaller
 cover. The first run, seed 0 with the whole budget before it, can only be improved on. Measured
-on OR-Library (one core): scp4x 3-5 CPU s, scp5x 5-9, scp6x 8-12, scpa and scpe 11-16, scpclr13 28,
-STS729 16 (646 for 617: its budget of 48,000 steps ends on a plateau, seed 0 stays at 646 from
-step 12,000 to 95,000 and reaches 639 at 136,000, about 55 s). Where mmnp differs from the paper: two seeded runs within a step
-budget (the paper: 10 seeded runs to a time limit, in C, millions of steps a second where this
-one makes 20-100 thousand; scpa1-4 stay one above the optimum within 250,000 steps a seed);
-weights grow lazily (same choices, checked step by step in tests/test_heuristic_set_cover.py);
-configuration checking re-enables a subset when an element it holds changes between covered and
-uncovered (the paper and pinam45/USCP's rwls.cpp: also between once and twice covered, measured
-no better here on scpa1 and scp51), so a step costs only the elements whose coverage changes."""
+on OR-Library (one core, benchmarks/bench_published.py): scp4x 0.16-0.23 CPU s, scp5x 0.22-0.28,
+scp6x 0.27-0.36, scpa 0.31-0.41, scpe 0.33, scpclr13 1.2, STS729 3.3 (646 for 617: its budget
+of 48,000 steps ends on a plateau, seed 0 stays at 646 from step 12,000 to 95,000 and reaches 639
+at 136,000). Where mmnp differs from the paper: two seeded runs within a step budget (the paper:
+10 seeded runs to a time limit, in C; the compiled steps here make 0.15-1.9 million a second,
+`local_search`); scpa1-4 stay one above the optimum within 250,000 steps a seed, and with 10
+million (about 11 s) scpa3 is still at 39 on seeds 0-3, scpa1 reaches 38 on one of them and
+scpa4 37 on two; weights grow lazily (same choices, checked step by step in
+tests/test_heuristic_set_cover.py); configuration checking re-enables a subset when an element it
+holds changes between covered and uncovered (the paper and pinam45/USCP's rwls.cpp: also between
+once and twice covered; measured with 10 million steps a seed it does no better on scpa1 or
+scpa3, reaches scpa4's 37 on three seeds instead of two, and no better on scp51), so a step
+costs only the elements whose coverage changes."""
 
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from random import Random
 import numpy as np
 
 from mmnp.solvers import cpsat
+from mmnp.solvers.compiled import compiled
 
 RUNS = 2  # independent local searches (seeds 0..RUNS-1, each from greedy's cover): RWLS's time
 #   to a better cover is heavy-tailed, a run stuck at optimum + 1 is often freed by another seed
@@ -41,7 +46,6 @@ PATIENCE = 100_000  # steps without a smaller cover before a run stops
 PATIENCE_PER_SUBSET = 100  # ... or this many per subset, if fewer,
 PATIENCE_WORK = 400_000  # ... but never fewer than this many list updates' worth
 BOUND_ROUNDS = 60  # subgradient steps of the Lagrangian bound
-_SHIFT = 40  # bits of a timestamp in the local search's ranks
 NODE_WORDS = 1 << 20  # machine words of bit-set operations the exact search may spend before the
 #   local search takes over (a node scans its uncovered elements, each a bit set of the universe,
 #   and the subsets holding them for its bound; on STS729's 88,452 elements a node costs a second)
@@ -130,118 +134,195 @@ def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patie
     weight among those holding a random uncovered element (configuration checking: a subset
     that left re-enters only after an element it holds changed between covered and uncovered;
     ties go to the oldest), and the weight of every uncovered element grows by one. Stops at
-    `bound`, after `steps` steps, or after `patience` steps without a smaller cover.
+    `bound`, after `steps` steps, or after `patience` steps without a smaller cover. Returns the
+    smallest cover found (a mask) and the steps made.
 
     The weight growth is lazy: an uncovered element's weight is stored less the step clock, and
     a subset's gain is the sum of those over its uncovered elements plus the clock times their
     number, so a step costs only the elements whose coverage changes (not every uncovered
-    element's holders). Plain lists, not numpy: a step touches a few elements and their holders,
-    where numpy's per-call cost would dominate. Measured (one core): 70-100k steps/s on
-    OR-Library scp4x, 20k on scpa, 3.5k on scpclr13, 2.5k on STS729."""
-    m, universe = a.shape
-    rows = [np.flatnonzero(a[s]).tolist() for s in range(m)]
-    holders = [np.flatnonzero(column).tolist() for column in a.T]
-    count = [0] * universe  # chosen subsets holding each element
-    sole = [0] * universe  # xor of those subsets: the only one where count is 1
-    chosen = [False] * m
-    inside: list[int] = []  # the chosen subsets, `where` their positions
-    where = [-1] * m
-    for s in np.flatnonzero(start).tolist():
-        chosen[s], where[s] = True, len(inside)
-        inside.append(s)
-        for e in rows[s]:
-            count[e] += 1
-            sole[e] ^= s
+    element's holders). The steps are compiled (numba, `_rwls`), the random element drawn by
+    Python's Mersenne Twister from Random(seed) (`_twister`): the moves of the list-based Python
+    search it replaced (tests/test_heuristic_set_cover.py). Measured (one core, 300,000 steps from
+    greedy's cover): 1.9 million steps/s on OR-Library scp4x, 0.9 million on scpa, 340,000 on
+    scpe, 145,000 on scpclr13 and STS729 (the Python search: 70-100k, 20k, -, 3.5k, 2.5k)."""
+    rows, holders = np.nonzero(a), np.nonzero(a.T)
+    row_start = np.searchsorted(rows[0], np.arange(a.shape[0] + 1))
+    holder_start = np.searchsorted(holders[0], np.arange(a.shape[1] + 1))
+    state = Random(seed).getstate()[1]  # (624 words of MT19937, position)
+    best, step = _rwls(row_start, rows[1].astype(np.int64), holder_start, holders[1].astype(np.int64),
+                       np.asarray(start, dtype=np.bool_), bound, steps, patience,
+                       np.array(state[:-1], dtype=np.int64), state[-1])
+    return _mask(best, a.shape[0]), int(step)
+
+
+@compiled
+def _rwls(row_start: np.ndarray, row_elements: np.ndarray, holder_start: np.ndarray, holder_subsets: np.ndarray,
+          start: np.ndarray, bound: int, steps: int, patience: int, twister: np.ndarray, position: int
+          ) -> tuple[np.ndarray, int]:
+    """`local_search`'s steps on the subsets' elements and the elements' holders (CSR)."""
+    m, universe = len(row_start) - 1, len(holder_start) - 1
+    count = np.zeros(universe, dtype=np.int64)  # chosen subsets holding each element
+    sole = np.zeros(universe, dtype=np.int64)  # xor of those subsets: the only one where count is 1
+    chosen = np.zeros(m, dtype=np.bool_)
+    inside = np.empty(m, dtype=np.int64)  # the chosen subsets, `where` their positions
+    where = np.full(m, -1, dtype=np.int64)
+    size = 0
+    for s in range(m):
+        if start[s]:
+            chosen[s], where[s], inside[size] = True, size, s
+            size += 1
+            for x in range(row_start[s], row_start[s + 1]):
+                count[row_elements[x]] += 1
+                sole[row_elements[x]] ^= s
     clock = 0  # steps so far: the weight each uncovered element has gained since it was uncovered
-    weight = [1] * universe  # a covered element's weight; an uncovered one's, less the clock
-    uncovered = [e for e in range(universe) if count[e] == 0]  # `spot` their positions
-    spot = [-1] * universe
-    gain_base = [0] * m  # an unchosen subset's gain is gain_base + clock * open_count
-    open_count = [0] * m  # its uncovered elements
-    for i, e in enumerate(uncovered):
-        spot[e] = i
-        for k in holders[e]:
-            gain_base[k] += 1
-            open_count[k] += 1
-    ids = m.bit_length()  # rank: a chosen subset's (loss, timestamp, id) in one int, the smallest leaves
-    unit = 1 << (_SHIFT + ids)  # a loss of one
-    rank = [s for s in range(m)]
-    for s in inside:
-        rank[s] += sum(count[e] == 1 for e in rows[s]) * unit
-    stamp = [0] * m
-    can_add = [True] * m
-    best, best_size, last_better = list(inside), len(inside), 0
-    draw = Random(seed).random
+    weight = np.ones(universe, dtype=np.int64)  # a covered element's weight; an uncovered one's, less the clock
+    uncovered = np.empty(universe, dtype=np.int64)  # `spot` their positions
+    spot = np.full(universe, -1, dtype=np.int64)
+    open_size = 0
+    gain_base = np.zeros(m, dtype=np.int64)  # an unchosen subset's gain is gain_base + clock * open_count
+    open_count = np.zeros(m, dtype=np.int64)  # its uncovered elements
+    for e in range(universe):
+        if count[e] == 0:
+            spot[e], uncovered[open_size] = open_size, e
+            open_size += 1
+            for x in range(holder_start[e], holder_start[e + 1]):
+                gain_base[holder_subsets[x]] += 1
+                open_count[holder_subsets[x]] += 1
+    loss = np.zeros(m, dtype=np.int64)  # a chosen subset leaves by (loss, added, id), the smallest
+    added = np.zeros(m, dtype=np.int64)
+    for i in range(size):
+        s = inside[i]
+        for x in range(row_start[s], row_start[s + 1]):
+            if count[row_elements[x]] == 1:
+                loss[s] += 1
+    stamp = np.zeros(m, dtype=np.int64)
+    can_add = np.ones(m, dtype=np.bool_)
+    best, best_size, last_better = inside[:size].copy(), size, 0
     tabu, step = -1, 0
-
-    def remove(s: int) -> None:
-        chosen[s] = False
-        i, last = where[s], inside.pop()
-        if last != s:
-            inside[i], where[last] = last, i
-        for e in rows[s]:
-            c = count[e] = count[e] - 1
-            x = sole[e] = sole[e] ^ s
-            if c == 0:  # uncovered: every holder would gain it
-                spot[e] = len(uncovered)
-                uncovered.append(e)
-                w = weight[e] = weight[e] - clock
-                for k in holders[e]:
-                    gain_base[k] += w
-                    open_count[k] += 1
-                    can_add[k] = True
-            elif c == 1:  # its remaining holder would now lose it
-                rank[x] += weight[e] * unit
-        can_add[s] = False
-        stamp[s] = step
-
     while step < steps and step - last_better <= patience:
         step += 1
-        while not uncovered:  # a cover: keep it, then try one subset fewer
-            if len(inside) < best_size:
-                best, best_size, last_better = list(inside), len(inside), step
+        while open_size == 0:  # a cover: keep it, then try one subset fewer
+            if size < best_size:
+                best, best_size, last_better = inside[:size].copy(), size, step
             if best_size <= bound:
-                return _mask(best, m), step
-            remove(min(inside, key=rank.__getitem__))
-        if tabu >= 0 and chosen[tabu] and len(inside) > 1:
-            rank[tabu] += 1 << 200  # out of reach for this choice (the removal may still change its loss)
-            remove(min(inside, key=rank.__getitem__))
-            rank[tabu] -= 1 << 200
-        else:
-            remove(min(inside, key=rank.__getitem__))
-        options = holders[uncovered[int(draw() * len(uncovered))]]
-        t, top = -1, 0
-        for k in [k for k in options if can_add[k]] or options:
-            value = ((gain_base[k] + open_count[k] * clock) << _SHIFT) - stamp[k]
-            if t < 0 or value > top:
-                t, top = k, value
-        chosen[t], where[t] = True, len(inside)
-        inside.append(t)
+                return best, step
+            s = _leaving(inside, size, loss, added, -1)
+            size, open_size = _remove(s, step, clock, inside, size, where, chosen, row_start, row_elements,
+                                      holder_start, holder_subsets, count, sole, weight, uncovered, spot,
+                                      open_size, gain_base, open_count, loss, can_add, stamp)
+        if size == 0:  # one subset held everything and a bound of 0 let it go: nothing left to drop
+            break
+        s = _leaving(inside, size, loss, added, tabu if tabu >= 0 and chosen[tabu] and size > 1 else -1)
+        size, open_size = _remove(s, step, clock, inside, size, where, chosen, row_start, row_elements,
+                                  holder_start, holder_subsets, count, sole, weight, uncovered, spot,
+                                  open_size, gain_base, open_count, loss, can_add, stamp)
+        position, high = _twister(twister, position)
+        position, low = _twister(twister, position)
+        draw = ((high >> 5) * 67108864.0 + (low >> 6)) * (1.0 / 9007199254740992.0)  # random.random()
+        e = uncovered[int(draw * open_size)]
+        first, last = holder_start[e], holder_start[e + 1]
+        any_can = False
+        for x in range(first, last):
+            any_can |= can_add[holder_subsets[x]]
+        t, top_gain, top_stamp = -1, 0, 0
+        for x in range(first, last):
+            k = holder_subsets[x]
+            if any_can and not can_add[k]:
+                continue
+            value = gain_base[k] + open_count[k] * clock
+            if t < 0 or value > top_gain or (value == top_gain and stamp[k] < top_stamp):
+                t, top_gain, top_stamp = k, value, stamp[k]
+        chosen[t], where[t], inside[size] = True, size, t
+        size += 1
         gained = 0
-        for e in rows[t]:
-            c = count[e] = count[e] + 1
-            x, sole[e] = sole[e], sole[e] ^ t
-            if c == 1:  # covered: no other holder gains it any more
-                i, last = spot[e], uncovered.pop()
-                if last != e:
-                    uncovered[i], spot[last] = last, i
+        for x in range(row_start[t], row_start[t + 1]):
+            e = row_elements[x]
+            count[e] += 1
+            previous = sole[e]
+            sole[e] ^= t
+            if count[e] == 1:  # covered: no other holder gains it any more
+                open_size -= 1
+                i, moved = spot[e], uncovered[open_size]
+                if moved != e:
+                    uncovered[i], spot[moved] = moved, i
                 w = weight[e]
                 weight[e] = w + clock
                 gained += w + clock
-                for k in holders[e]:
+                for y in range(holder_start[e], holder_start[e + 1]):
+                    k = holder_subsets[y]
                     gain_base[k] -= w
                     open_count[k] -= 1
                     can_add[k] = True
-            elif c == 2:  # its previous sole holder would no longer lose it
-                rank[x] -= weight[e] * unit
-        stamp[t] = step
-        rank[t] = gained * unit | step << ids | t
+            elif count[e] == 2:  # its previous sole holder would no longer lose it
+                loss[previous] -= weight[e]
+        stamp[t], loss[t], added[t] = step, gained, step
         tabu = t
         clock += 1
-    return _mask(best, m), step
+    return best, step
 
 
-def _mask(members: list[int], m: int) -> np.ndarray:
+@compiled
+def _leaving(inside: np.ndarray, size: int, loss: np.ndarray, added: np.ndarray, skip: int) -> int:
+    """The chosen subset that leaves: the least loss, then the earliest added, then the lowest id."""
+    out = -1
+    for i in range(size):
+        s = inside[i]
+        if s != skip and (out < 0 or loss[s] < loss[out] or (loss[s] == loss[out] and (
+                added[s] < added[out] or (added[s] == added[out] and s < out)))):
+            out = s
+    return out
+
+
+@compiled
+def _remove(s: int, step: int, clock: int, inside: np.ndarray, size: int, where: np.ndarray, chosen: np.ndarray,
+            row_start: np.ndarray, row_elements: np.ndarray, holder_start: np.ndarray,
+            holder_subsets: np.ndarray, count: np.ndarray, sole: np.ndarray, weight: np.ndarray,
+            uncovered: np.ndarray, spot: np.ndarray, open_size: int, gain_base: np.ndarray,
+            open_count: np.ndarray, loss: np.ndarray, can_add: np.ndarray, stamp: np.ndarray) -> tuple[int, int]:
+    """Subset `s` leaves the cover: returns the new numbers of chosen subsets and uncovered elements."""
+    chosen[s] = False
+    size -= 1
+    i, last = where[s], inside[size]
+    if last != s:
+        inside[i], where[last] = last, i
+    for x in range(row_start[s], row_start[s + 1]):
+        e = row_elements[x]
+        count[e] -= 1
+        sole[e] ^= s
+        if count[e] == 0:  # uncovered: every holder would gain it
+            spot[e], uncovered[open_size] = open_size, e
+            open_size += 1
+            weight[e] -= clock
+            for y in range(holder_start[e], holder_start[e + 1]):
+                k = holder_subsets[y]
+                gain_base[k] += weight[e]
+                open_count[k] += 1
+                can_add[k] = True
+        elif count[e] == 1:  # its remaining holder would now lose it
+            loss[sole[e]] += weight[e]
+    can_add[s] = False
+    stamp[s] = step
+    return size, open_size
+
+
+@compiled
+def _twister(state: np.ndarray, position: int) -> tuple[int, int]:
+    """The next 32-bit output of MT19937 (Python's `random`) from `state` (its 624 words, changed
+    in place) at `position`: (the new position, the output)."""
+    if position >= 624:
+        for i in range(624):
+            y = (state[i] & 0x80000000) | (state[(i + 1) % 624] & 0x7FFFFFFF)
+            state[i] = state[(i + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
+        position = 0
+    y = state[position]
+    y ^= y >> 11
+    y ^= (y << 7) & 0x9D2C5680
+    y ^= (y << 15) & 0xEFC60000
+    y ^= y >> 18
+    return position + 1, y
+
+
+def _mask(members: list[int] | np.ndarray, m: int) -> np.ndarray:
     out = np.zeros(m, dtype=bool)
     out[members] = True
     return out
