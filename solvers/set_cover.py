@@ -145,12 +145,14 @@ def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patie
     search it replaced (tests/test_heuristic_set_cover.py). Measured (one core, 300,000 steps from
     greedy's cover): 1.9 million steps/s on OR-Library scp4x, 0.9 million on scpa, 340,000 on
     scpe, 145,000 on scpclr13 and STS729 (the Python search: 70-100k, 20k, -, 3.5k, 2.5k)."""
+    if not np.any(start) or not a.any(0).all():
+        raise ValueError("the local search needs a non-empty start and a subset holding every element")
     rows, holders = np.nonzero(a), np.nonzero(a.T)
     row_start = np.searchsorted(rows[0], np.arange(a.shape[0] + 1))
     holder_start = np.searchsorted(holders[0], np.arange(a.shape[1] + 1))
     state = Random(seed).getstate()[1]  # (624 words of MT19937, position)
     best, step = _rwls(row_start, rows[1].astype(np.int64), holder_start, holders[1].astype(np.int64),
-                       np.asarray(start, dtype=np.bool_), bound, steps, patience,
+                       np.asarray(start, dtype=np.bool_), max(bound, 0), steps, patience,
                        np.array(state[:-1], dtype=np.int64), state[-1])
     return _mask(best, a.shape[0]), int(step)
 

@@ -26,7 +26,8 @@ def heuristic(data: dict) -> list[int]:
     patience of kicks without a shorter tour: two runs of 1 kick per city below SMALL cities
     (33 of mm-np-bench-v2's 34 medium tours optimal, the other 0.2% off), three of 8 per city
     up to LARGE (all 34 hard tours optimal), and one of up to 1,000 beyond. The loops are
-    compiled (numba: `_improve`, `_kicks`); the cut points are numpy's draws, as before."""
+    compiled (numba: `_nearest_neighbour`, `_improve`, `_kicks`, `_move_segment`); the cut points are
+    numpy's draws, as before."""
     d = distances(data)
     n = len(d)
     if n <= 3:
@@ -52,7 +53,8 @@ def heuristic(data: dict) -> list[int]:
 def _iterate(tour: np.ndarray, d: np.ndarray, near: np.ndarray, patience: int, rng: np.random.Generator) -> int:
     """Double-bridge kicks of `tour` (changed in place to the best found) until `patience`
     kicks in a row bring no shorter tour or KICKS are made; returns its length. The cut points
-    are drawn 64 kicks' worth at a time, those not three distinct kept (`_kicks` makes them)."""
+    are drawn 64 kicks' worth at a time and only the rows of three distinct cuts kept (`_kicks` makes
+    the kicks)."""
     length = int(d[tour, np.roll(tour, -1)].sum())
     n, kicks, since = len(tour), 0, 0
     if n < 8:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from random import Random
 
 import numpy as np
+import pytest
 
 from mmnp.solvers import set_cover
 
@@ -217,6 +218,17 @@ def test_compiled_search_makes_the_python_searchs_moves_on_published_covers():
         for seed in (0, 1):
             found, spent = set_cover.local_search(a, start, 1, 6_000, 6_000, seed)
             assert (np.flatnonzero(found).tolist(), spent) == python_rwls(a, start, 1, 6_000, 6_000, seed)
+
+
+def test_the_search_refuses_what_has_no_cover_to_start_from():
+    """An empty start or an element no subset holds: a clear error, not an answer (the compiled
+    steps would otherwise add subset -1 or return nothing as a cover)."""
+    a = _random_instance(1)
+    with pytest.raises(ValueError, match="non-empty start"):
+        set_cover.local_search(a, np.zeros(len(a), dtype=bool), 1, 100, 100)
+    a[:, 3] = 0
+    with pytest.raises(ValueError, match="every element"):
+        set_cover.local_search(a, np.ones(len(a), dtype=bool), 1, 100, 100)
 
 
 def test_lazy_weights_follow_the_plain_reading_step_by_step():
