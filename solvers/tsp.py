@@ -18,6 +18,20 @@ def distances(data: dict) -> np.ndarray:
     return np.floor(np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(-1)) + 0.5).astype(np.int64)
 
 
+def budget(n: int) -> tuple[int, int]:
+    """The heuristic's runs and its patience in kicks, for `n` cities (`heuristic` says why)."""
+    if n < SMALL:
+        return 2, n
+    if n <= LARGE:
+        return 3, 8 * n
+    return 1, min(1_000, 10 * n)
+
+
+def nearest(d: np.ndarray) -> np.ndarray:
+    """Each city's other cities, nearest first (ties: lowest index; itself last)."""
+    return np.argsort(d + np.eye(len(d), dtype=np.int64) * (int(d.max()) + 1), axis=1, kind="stable")
+
+
 def heuristic(data: dict) -> list[int]:
     """Iterated local search (Johnson & McGeoch's ILS): nearest-neighbour tours improved by
     2-opt and Or-opt moves over each city's NEIGHBOURS nearest cities, then double-bridge
@@ -32,14 +46,8 @@ def heuristic(data: dict) -> list[int]:
     n = len(d)
     if n <= 3:
         return list(range(n))
-    if n < SMALL:
-        runs, patience = 2, n
-    elif n <= LARGE:
-        runs, patience = 3, 8 * n
-    else:
-        runs, patience = 1, min(1_000, 10 * n)
-    near = np.argsort(d + np.eye(n, dtype=np.int64) * (int(d.max()) + 1), axis=1, kind="stable")
-    near = np.ascontiguousarray(near[:, :min(NEIGHBOURS, n - 1)], dtype=np.int64)
+    runs, patience = budget(n)
+    near = np.ascontiguousarray(nearest(d)[:, :min(NEIGHBOURS, n - 1)], dtype=np.int64)
     best, best_length = None, None
     for run in range(runs):  # each run from its own nearest-neighbour tour
         tour = _nearest_neighbour(d, (run * n) // runs)

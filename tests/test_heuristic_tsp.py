@@ -12,7 +12,7 @@ import pytest
 
 import mmnp
 from mmnp.solvers import tsp
-from mmnp.solvers.tsp import KICKS, LARGE, NEIGHBOURS, SMALL, distances
+from mmnp.solvers.tsp import KICKS, NEIGHBOURS, distances
 
 
 def python_ils(data: dict) -> list[int]:
@@ -22,15 +22,9 @@ def python_ils(data: dict) -> list[int]:
     n = len(d)
     if n <= 3:
         return list(range(n))
-    if n < SMALL:
-        runs, patience = 2, n
-    elif n <= LARGE:
-        runs, patience = 3, 8 * n
-    else:
-        runs, patience = 1, min(1_000, 10 * n)
+    runs, patience = tsp.budget(n)
     table = d.tolist()
-    near = np.argsort(d + np.eye(n, dtype=np.int64) * (int(d.max()) + 1), axis=1, kind="stable")
-    neighbours = near[:, :min(NEIGHBOURS, n - 1)].tolist()
+    neighbours = tsp.nearest(d)[:, :min(NEIGHBOURS, n - 1)].tolist()
     best, best_length = None, None
     for run in range(runs):  # each run from its own nearest-neighbour tour
         start = _nearest_neighbour(table, (run * n) // runs)
