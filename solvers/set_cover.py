@@ -190,14 +190,13 @@ def _rwls(row_start: np.ndarray, row_elements: np.ndarray, holder_start: np.ndar
             for x in range(holder_start[e], holder_start[e + 1]):
                 gain_base[holder_subsets[x]] += 1
                 open_count[holder_subsets[x]] += 1
-    loss = np.zeros(m, dtype=np.int64)  # a chosen subset leaves by (loss, added, id), the smallest
-    added = np.zeros(m, dtype=np.int64)
+    loss = np.zeros(m, dtype=np.int64)  # a chosen subset leaves by (loss, stamp, id), the smallest
     for i in range(size):
         s = inside[i]
         for x in range(row_start[s], row_start[s + 1]):
             if count[row_elements[x]] == 1:
                 loss[s] += 1
-    stamp = np.zeros(m, dtype=np.int64)
+    stamp = np.zeros(m, dtype=np.int64)  # the step a subset last entered or left: a chosen one's, when it entered
     can_add = np.ones(m, dtype=np.bool_)
     best, best_size, last_better = inside[:size].copy(), size, 0
     tabu, step = -1, 0
@@ -208,13 +207,13 @@ def _rwls(row_start: np.ndarray, row_elements: np.ndarray, holder_start: np.ndar
                 best, best_size, last_better = inside[:size].copy(), size, step
             if best_size <= bound:
                 return best, step
-            s = _leaving(inside, size, loss, added, -1)
+            s = _leaving(inside, size, loss, stamp, -1)
             size, open_size = _remove(s, step, clock, inside, size, where, chosen, row_start, row_elements,
                                       holder_start, holder_subsets, count, sole, weight, uncovered, spot,
                                       open_size, gain_base, open_count, loss, can_add, stamp)
         if size == 0:  # one subset held everything and a bound of 0 let it go: nothing left to drop
             break
-        s = _leaving(inside, size, loss, added, tabu if tabu >= 0 and chosen[tabu] and size > 1 else -1)
+        s = _leaving(inside, size, loss, stamp, tabu if tabu >= 0 and chosen[tabu] and size > 1 else -1)
         size, open_size = _remove(s, step, clock, inside, size, where, chosen, row_start, row_elements,
                                   holder_start, holder_subsets, count, sole, weight, uncovered, spot,
                                   open_size, gain_base, open_count, loss, can_add, stamp)
@@ -257,20 +256,20 @@ def _rwls(row_start: np.ndarray, row_elements: np.ndarray, holder_start: np.ndar
                     can_add[k] = True
             elif count[e] == 2:  # its previous sole holder would no longer lose it
                 loss[previous] -= weight[e]
-        stamp[t], loss[t], added[t] = step, gained, step
+        stamp[t], loss[t] = step, gained
         tabu = t
         clock += 1
     return best, step
 
 
 @compiled
-def _leaving(inside: np.ndarray, size: int, loss: np.ndarray, added: np.ndarray, skip: int) -> int:
+def _leaving(inside: np.ndarray, size: int, loss: np.ndarray, stamp: np.ndarray, skip: int) -> int:
     """The chosen subset that leaves: the least loss, then the earliest added, then the lowest id."""
     out = -1
     for i in range(size):
         s = inside[i]
         if s != skip and (out < 0 or loss[s] < loss[out] or (loss[s] == loss[out] and (
-                added[s] < added[out] or (added[s] == added[out] and s < out)))):
+                stamp[s] < stamp[out] or (stamp[s] == stamp[out] and s < out)))):
             out = s
     return out
 
