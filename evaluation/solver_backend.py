@@ -92,8 +92,8 @@ class SolverBackend:
             return stored["solution"]
         if self.solver == "random":
             return task.solver.random(inst.data, np.random.default_rng(seed))
-        if self.solver == "optimal":
-            return task.solver.optimal(inst.data, self.time_limit, inst.reference["heuristic"]["solution"])[0]
+        if self.solver == "optimal":  # a dataset made with --no-optimal: solved here, as generate would
+            return task.best_known(inst.data, inst.reference["heuristic"], self.time_limit)[0]["solution"]
         fn = getattr(task.solver, self.solver, None)
         if fn is None or self.solver.startswith("_") or not callable(fn):
             raise UsageError(f"{task.name} has no solver {self.solver!r}; try heuristic, optimal, random, trivial or "

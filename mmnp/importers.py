@@ -515,8 +515,6 @@ def build_instance(item: Published, index: int, shard: str, optimal: bool = True
     """The instance record for `item`: prompts, heuristic and (when `optimal`) exact references,
     and the published optimum where known, refused when the instance contradicts it
     (`check_claim`) or when it leaves the Quality Ratio undefined (a reference objective of 0)."""
-    from mmnp.solvers import cpsat
-
     task = get_task(item.task)
     data = item.data
     if task.name == "longest_cycle" and not task.solver.trivial(data):
@@ -529,13 +527,9 @@ def build_instance(item: Published, index: int, shard: str, optimal: bool = True
     reference: dict[str, Any] = {"heuristic": heuristic, "optimal": None}
     found, proven, bound = heuristic, False, None
     if optimal:
-        with cpsat.effort() as work:
-            solution, proven = task.solver.optimal(data, time_limit, heuristic["solution"])
-        found = task._reference(data, solution)
-        if task.is_better(heuristic["objective"], found["objective"]):
-            found = heuristic
-        if not proven and work["bound"] is not None:
-            bound = task._bound(work["bound"])
+        best, _ = task.best_known(data, heuristic, time_limit)
+        found = {"objective": best["objective"], "solution": best["solution"]}
+        proven, bound = best["proven"], best.get("bound")
     if item.optimum is not None:
         check_claim(item, task, heuristic["objective"], found["objective"], proven, bound)
     if optimal:

@@ -192,21 +192,9 @@ class Task:
             reference["planted"] = planted_reference
         hardness = None
         if optimal:
-            from mmnp.solvers import cpsat
-
             hint = self._better(reference["heuristic"], reference.get("planted"))
-            with cpsat.effort() as work:
-                try:
-                    solution, proven = self.solver.optimal(data, time_limit, hint["solution"])
-                    found = self._reference(data, solution)
-                except cpsat.NoSolution:  # large instances, small limits: the hint, unproven
-                    found, proven = hint, False
-            if self.is_better(hint["objective"], found["objective"]):
-                found = hint  # the solver stopped before reaching its own starting point
-            reference["optimal"] = {**found, "proven": proven}
-            if not proven and work["bound"] is not None:
-                reference["optimal"]["bound"] = self._bound(work["bound"])
-            hardness = self._hardness(reference, proven, work)
+            reference["optimal"], work = self.best_known(data, hint, time_limit)
+            hardness = self._hardness(reference, reference["optimal"]["proven"], work)
         return Instance(
             id=id or f"{self.name}-{difficulty}-{seed}",
             task=self.name,
@@ -221,6 +209,28 @@ class Task:
             level=levels.level_of(difficulty),
             hardness=hardness,
         )
+
+    def best_known(self, data: dict, hint: dict, time_limit: float = DEFAULT_TIME_LIMIT) -> tuple[dict, dict]:
+        """The exact reference from the exact solver and `hint` (a reference: `{"objective",
+        "solution"}`): `{"objective", "solution", "proven"}`, plus `bound` when unproven and the
+        solver has one, and the solver's work (`cpsat.effort`). Never worse than the hint: where
+        CP-SAT finds nothing in its time (large instances, small limits) or stops at a worse
+        answer, the hint is kept, unproven. The one place this is decided, for generated and
+        imported references and the `solver:optimal` baseline alike."""
+        from mmnp.solvers import cpsat
+
+        with cpsat.effort() as work:
+            try:
+                solution, proven = self.solver.optimal(data, time_limit, hint["solution"])
+                found = self._reference(data, solution)
+            except cpsat.NoSolution:
+                found, proven = hint, False
+        if self.is_better(hint["objective"], found["objective"]):
+            found = hint  # the solver stopped before reaching the hint's objective
+        best = {"objective": found["objective"], "solution": found["solution"], "proven": proven}
+        if not proven and work["bound"] is not None:
+            best["bound"] = self._bound(work["bound"])
+        return best, work
 
     def _reference(self, data: dict, solution: Any) -> dict:
         objective, violations = self.verifier.check(data, solution)
