@@ -63,21 +63,25 @@ def solve(model: cp_model.CpModel, time_limit: float, **parameters: Any) -> tupl
     for key, value in parameters.items():
         setattr(solver.parameters, key, value)
     result: dict[str, Any] = {}
+    done = threading.Event()
 
     def run() -> None:
         try:
             result["status"] = solver.Solve(model)
         except BaseException as e:  # re-raised in the caller's thread
             result["error"] = e
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=run, name="cp-sat", daemon=True)
-    worker.start()
+    # Waiting on an Event, not Thread.join: a Ctrl-C inside join(timeout) can leave the thread
+    # marked finished while CP-SAT still runs (CPython 3.11), and the interpreter then aborts.
+    threading.Thread(target=run, name="cp-sat", daemon=True).start()
     try:
-        while worker.is_alive():
-            worker.join(0.2)
+        while not done.wait(0.2):
+            pass
     except BaseException:
         solver.StopSearch()
-        worker.join()
+        done.wait()
         raise
     if "error" in result:
         raise result["error"]
