@@ -206,7 +206,7 @@ def open_dataset(path: str | Path, *, allow_modified: bool = False) -> Dataset:
         dataset._pngs.update((text.split(" ")[0], text.split(" ")[3]) for text in rows)
     actual = _actual_pictures(dataset) if allow_modified else None
     problems, dataset.hashes = check_content(manifest, shards, lambda t, d: str(path / t / f"{d}.jsonl"),
-                                             actual.__getitem__ if actual is not None else None)
+                                             actual.__getitem__ if actual is not None else None, str(path / MANIFEST))
     if problems and not allow_modified:
         more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
         raise DataError(f"{problems[0]}{more}. The dataset differs from its manifest: rerun the "

@@ -492,7 +492,7 @@ def _checked_rows(path: Path, manifest: dict, rows: list[tuple[Path, int, dict]]
         instances.append(inst)
     listed = [(t, d) for t, ds in manifest["counts"].items() for d in ds]
     problems, hashes = check_content(manifest, {s: shards.get(s) for s in listed},
-                                     lambda t, d: f"{path}: {t}/{d}", pngs.__getitem__)
+                                     lambda t, d: f"{path}: {t}/{d}", pngs.__getitem__, f"{path}: its manifest")
     if problems:
         more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
         raise DataError(f"{problems[0]}{more}. The export differs from the dataset it was made from (edited or "

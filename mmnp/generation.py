@@ -270,8 +270,9 @@ def _read_state(out: Path) -> dict | None:
 def _read_log(folder: Path, jobs: list[tuple], images: bool, notify: Notify | None = None,
               repair: bool = True) -> dict[str, tuple[bytes, str]]:
     """The finished instances a run's log holds for `jobs`: {id: (record line, PNG SHA-256 or -)}.
-    A torn last line (a kill mid-write) is cut; a line that does not belong to these jobs or whose
-    picture is missing or differs is dropped, and its instance generated again."""
+    A torn last line (a kill mid-write) is cut; a line that does not belong to these jobs, whose
+    picture is missing or differs, or whose record is not what its job makes (`Task.mismatch`:
+    an edited part must not reach a merged dataset) is dropped, and its instance generated again."""
     path = folder / LOG
     try:
         raw = path.read_bytes()
@@ -283,7 +284,7 @@ def _read_log(folder: Path, jobs: list[tuple], images: bool, notify: Notify | No
             with open(path, "r+b") as f:
                 f.truncate(len(raw))
     wanted = {_job_id(job): job for job in jobs}
-    finished, dropped = {}, 0
+    finished, dropped, first = {}, 0, None
     for number, entry in enumerate(raw.split(b"\n")[:-1], 1):
         png, _, line = entry.partition(b" ")
         try:
@@ -297,13 +298,17 @@ def _read_log(folder: Path, jobs: list[tuple], images: bool, notify: Notify | No
                 raise DataError("its picture differs")
             if not images and png_text != NO_IMAGE:
                 raise DataError("a picture where the run makes none")
-        except (DataError, OSError, UnicodeDecodeError):
+            problem = get_task(job[0]).mismatch(inst, job[4], (png_text, job[7]) if images else None)
+            if problem:
+                raise DataError(f"{digest.id}: {problem}")
+        except (DataError, OSError, UnicodeDecodeError) as e:
             dropped += 1
+            first = first or f"{path}:{number}: {e}"
             continue
         finished[digest.id] = (line, png_text)
     if dropped and notify:
-        notify(f"{path}: {dropped} line(s) unreadable or not matching their picture; those instances are "
-               "generated again")
+        notify(f"{dropped} line(s) of {path} unreadable or not what their instances make (the first: {first}); "
+               "those instances are generated again")
     return finished
 
 
@@ -544,6 +549,10 @@ def _read_json(path: Path) -> Any:
         return None
 
 
+DERIVED = ("format_version", "counts", "total", "benchmark_hash", "references_hash", "records")  # a manifest's
+#   members that its records determine (versions and arguments say how they were made)
+
+
 def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | None,
              ) -> dict[str, tuple[bytes, str]] | None:
     """None when the finished dataset in `out` is intact (every record and picture as its
@@ -570,6 +579,13 @@ def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | Non
         if problem:
             intact = False
             say(f"damaged: {problem}; regenerating {spec.count - len(good)} instance(s) of {task}/{difficulty}")
+    if intact:  # every record and picture as listed: the rest of the manifest must be what they make
+        made = build_manifest(out, spec, spec.shards(), ortools=manifest["ortools_version"],
+                              versions=manifest["task_versions"])
+        if changed := [key for key in DERIVED if manifest.get(key) != made[key]]:
+            say(f"damaged: {out / MANIFEST}: its {' and '.join(changed)} {'is' if len(changed) == 1 else 'are'} not "
+                f"what its records make; writing it again")
+            intact = False
     return None if intact else kept
 
 

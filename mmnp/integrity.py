@@ -325,7 +325,7 @@ def validate_manifest(manifest: Any, where: str) -> dict:
 
 def check_content(manifest: dict, shards: dict[tuple[str, str], list[Digest] | None],
                   shard_where: Callable[[str, str], str], actual_png: Callable[[Digest], str] | None = None,
-                  ) -> tuple[list[str], tuple[str, str]]:
+                  manifest_where: str = MANIFEST) -> tuple[list[str], tuple[str, str]]:
     """The one check of what a reader read against what its manifest claims, for dataset folders
     and exports alike. `shards` maps each (task, difficulty) the manifest lists to its records'
     digests (None: the shard is missing); `actual_png(digest)` is a record's PNG SHA-256 when the
@@ -334,15 +334,16 @@ def check_content(manifest: dict, shards: dict[tuple[str, str], list[Digest] | N
 
     Raises DataError for what no flag makes usable (an id twice, a record in another task's or
     difficulty's shard); returns the differences from the claims (empty: the dataset is what its
-    manifest says) and (benchmark_hash, references_hash) derived from the content."""
+    manifest says) and (benchmark_hash, references_hash) derived from the content; a difference in
+    the manifest itself is named at `manifest_where` (its path)."""
     _refuse_misplaced(shards)
     problems: list[str] = []
     arguments = manifest["arguments"]
     generated = {"tasks", "difficulties", "count", "seed"} <= set(arguments)
     if generated and {(t, d) for t in arguments["tasks"] for d in arguments["difficulties"]} != set(shards):
-        problems.append(f"{MANIFEST}: its arguments name other shards than its counts")
+        problems.append(f"{manifest_where}: its arguments name other shards than its counts")
     if set(manifest["task_versions"]) != {task for task, _ in shards}:
-        problems.append(f"{MANIFEST}: its task_versions name other tasks than its counts")
+        problems.append(f"{manifest_where}: its task_versions name other tasks than its counts")
     claimed_png: dict[str, str] = {}
     for (task, difficulty), found in shards.items():
         rows = {}
@@ -356,10 +357,10 @@ def check_content(manifest: dict, shards: dict[tuple[str, str], list[Digest] | N
     png = actual_png or (lambda d: claimed_png.get(d.id, NO_IMAGE))
     bench, refs = derive_hashes(digests, png)
     if manifest["total"] != len(digests) and not any(shard is None for shard in shards.values()):
-        problems.append(f"{MANIFEST}: its total is {manifest['total']}, the shards hold {len(digests)}")
+        problems.append(f"{manifest_where}: its total is {manifest['total']}, the shards hold {len(digests)}")
     for name, derived in (("benchmark_hash", bench), ("references_hash", refs)):
         if manifest[name] != derived and not problems:  # a record difference explains it better
-            problems.append(f"{MANIFEST}: its {name} {manifest[name][:12]}... is not the content's {derived[:12]}... "
+            problems.append(f"{manifest_where}: its {name} {manifest[name][:12]}... is not the content's {derived[:12]}... "
                             "(the manifest was edited)")
     return problems, (bench, refs)
 

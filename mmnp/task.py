@@ -14,6 +14,7 @@ rewards, the conformance tests) works through this class.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import math
 import zlib
@@ -23,7 +24,7 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 
 from mmnp import levels
-from mmnp.core import CATEGORIES, DIFFICULTIES, Instance, Verdict, Violation, content_hash
+from mmnp.core import CATEGORIES, DIFFICULTIES, Instance, Verdict, Violation, canonical_json, content_hash
 from mmnp.errors import UsageError
 from mmnp.parsing import ParseError
 from mmnp.render import DEFAULT_SIZE, GREEN, RED, WHITE, Canvas
@@ -180,10 +181,7 @@ class Task:
     def generate(self, difficulty: str = "medium", seed: int = 0, *, id: str | None = None,
                  optimal: bool = False, time_limit: float = DEFAULT_TIME_LIMIT, **overrides: Any) -> Instance:
         """A seeded instance with its prompts and references (the exact one when `optimal`)."""
-        rng = self.rng(difficulty, seed)
-        config = self.config(difficulty, **overrides)
-        params = sample_params(config, rng)
-        data, planted = self.generator.generate(params, rng)
+        params, data, planted = self._draw(difficulty, seed, overrides)
         planted_reference = self._reference(data, planted) if planted is not None else None
         # the generator's planted answer is a candidate too: the reference never falls below it
         heuristic = self._better(self._reference(data, self.solver.heuristic(data)), planted_reference)
@@ -200,7 +198,7 @@ class Task:
             task=self.name,
             difficulty=difficulty,
             seed=seed,
-            params=recorded_params(config, params),
+            params=params,
             data=data,
             hash=content_hash(self.name, data),
             prompt=self.generator.prompt(data),
@@ -209,6 +207,49 @@ class Task:
             level=levels.level_of(difficulty),
             hardness=hardness,
         )
+
+    def _draw(self, difficulty: str, seed: int, overrides: Mapping[str, Any]) -> tuple[dict, dict, Any]:
+        """(recorded parameters, data, planted solution): what the seed makes before any solver runs."""
+        rng = self.rng(difficulty, seed)
+        config = self.config(difficulty, **overrides)
+        params = sample_params(config, rng)
+        data, planted = self.generator.generate(params, rng)
+        return recorded_params(config, params), data, planted
+
+    def mismatch(self, inst: Instance, overrides: Mapping[str, Any] | None = None, picture: tuple[str, int] | None = None,
+                 ) -> str | None:
+        """What in a generated record is not what `generate` makes, or None. The instance part is
+        made again from its seed (milliseconds: no solver runs) and compared whole; each stored
+        reference must verify to its objective, a proven optimum must not be beaten by another
+        reference, and a planted one must be the generator's. With `picture` (the PNG's SHA-256
+        and the size it was drawn at) the picture is drawn again and compared too. This is what
+        lets a resumed or merged run trust the lines a log holds without solving them again."""
+        try:
+            params, data, planted = self._draw(inst.difficulty, inst.seed, overrides or {})
+        except Exception as e:  # noqa: BLE001 - a record naming a difficulty or parameters mmnp refuses
+            return f"its seed and difficulty make no instance ({e})"
+        made = (content_hash(self.name, data), canonical_json(params), self.generator.prompt(data),
+                self.generator.IMAGE_PROMPT, levels.level_of(inst.difficulty))
+        if (inst.hash, canonical_json(inst.params), inst.prompt, inst.image_prompt, inst.level) != made \
+                or content_hash(self.name, inst.data) != inst.hash:
+            return "its instance is not the one its seed makes"
+        stored = {name: ref for name, ref in (inst.reference or {}).items() if isinstance(ref, dict) and name != "published"}
+        for name, ref in stored.items():
+            objective, violations = self.verifier.check(inst.data, ref.get("solution"))
+            if violations or objective != ref.get("objective"):
+                return f"its {name} reference does not verify to its objective"
+        if (planted is None) != ("planted" not in stored) or (
+                planted is not None and canonical_json(planted) != canonical_json(stored["planted"]["solution"])):
+            return "its planted reference is not the generator's"
+        best = stored.get("optimal")
+        if best and best.get("proven") and any(self.is_better(ref["objective"], best["objective"])
+                                                for ref in stored.values()):
+            return "its proven optimum is beaten by another of its references"
+        if picture is not None:
+            png, info = self.picture(inst, picture[1])
+            if hashlib.sha256(png).hexdigest() != picture[0] or canonical_json(info) != canonical_json(inst.picture):
+                return "its picture is not the one its instance draws"
+        return None
 
     def best_known(self, data: dict, hint: dict, time_limit: float = DEFAULT_TIME_LIMIT) -> tuple[dict, dict]:
         """The exact reference from the exact solver and `hint` (a reference: `{"objective",

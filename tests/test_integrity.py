@@ -126,8 +126,21 @@ def replaced_picture(d: Path) -> None:
     a.write_bytes(b.read_bytes())
 
 
+def edited_total(d: Path) -> None:
+    manifest = json.loads((d / "manifest.json").read_text())
+    manifest["total"] += 1
+    (d / "manifest.json").write_text(json.dumps(manifest))
+
+
+def edited_counts(d: Path) -> None:
+    manifest = json.loads((d / "manifest.json").read_text())
+    manifest["counts"]["knapsack"]["easy"] += 1
+    (d / "manifest.json").write_text(json.dumps(manifest))
+
+
 TAMPERINGS = [edited_reference, edited_instance_with_its_hash, injected_prompt, swapped_image_fields, moved_record,
-              duplicated_record, deleted_records_block, edited_arguments_and_hash, replaced_picture]
+              duplicated_record, deleted_records_block, edited_arguments_and_hash, replaced_picture, edited_total,
+              edited_counts]
 
 
 def _cli(*args: str) -> None:
