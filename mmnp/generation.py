@@ -442,6 +442,13 @@ def _existing(out: Path, spec: GenerateSpec, part: tuple[int, int] | None, state
             raise UsageError(f"{out} holds an unfinished generation of a different "
                              f"{'part or ' if part or state['part'] else ''}dataset; rerun its own command to "
                              "finish it, pass --overwrite to replace it, or choose another --out")
+        if part is None and not (out / LOG).exists() and (out / MANIFEST).exists():
+            # the run stopped after `_finish` removed its log, before its state: finished, if intact
+            manifest = _read_json(out / MANIFEST)
+            if isinstance(manifest, dict) and manifest.get("arguments") == spec.to_json() \
+                    and _salvage(out, manifest, spec, None) is None:
+                (out / IN_PROGRESS).unlink()
+                return manifest, None
         return None, None
     if not (out / MANIFEST).exists():
         return None, None
@@ -475,6 +482,11 @@ def merge_parts(out: str | Path, parts: list[str | Path], *, notify: Notify | No
     folders = [Path(p) for p in parts]
     if not folders:
         raise UsageError("give the part folders to merge: mmnp merge PART... --out OUT")
+    seen: dict[Path, Path] = {}
+    for folder in folders:  # before any lock: a folder given twice is not "in use by another run"
+        if (real := folder.resolve()) in seen:
+            raise UsageError(f"{folder} is given twice (as {seen[real]} too); give each part's folder once")
+        seen[real] = folder
     with ExitStack() as locks:
         states = []
         for folder in folders:

@@ -246,6 +246,22 @@ def test_parts_merge_to_the_bytes_of_one_run(tmp_path):
         assert json.loads((straight / "manifest.json").read_text())["benchmark_hash"] in result.output
 
 
+def test_a_run_stopped_between_its_log_and_its_state_is_finished_not_made_again(tmp_path):
+    """The last two steps of a run remove its log, then its state: stopped between them, the folder
+    holds the finished dataset and the state; the same command completes it without making any
+    instance again (it used to regenerate them all)."""
+    from mmnp.generation import _state_for
+
+    spec = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=3, seed=1, images=False, optimal=False)
+    out = tmp_path / "d"
+    manifest = generate_dataset(out, spec)
+    before = _tree(out)
+    (out / IN_PROGRESS).write_text(json.dumps(_state_for(spec, None), indent=1))
+    made = []
+    assert generate_dataset(out, spec, progress=lambda done, total: made.append(done)) == manifest
+    assert made == [] and _tree(out) == before
+
+
 def test_merge_refuses_missing_foreign_and_unfinished_parts(tmp_path):
     spec = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=4, seed=1, images=False, optimal=False)
     parts = [tmp_path / f"p{k}" for k in (1, 2, 3)]
@@ -253,6 +269,8 @@ def test_merge_refuses_missing_foreign_and_unfinished_parts(tmp_path):
         generate_dataset(part, spec, part=(k, 3))
     with pytest.raises(UsageError, match="missing part\\(s\\) 3/3"):
         merge_parts(tmp_path / "m", parts[:2])
+    with pytest.raises(UsageError, match="p2 is given twice"):
+        merge_parts(tmp_path / "m", [*parts, parts[1]])
     other = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=4, seed=2, images=False, optimal=False)
     generate_dataset(tmp_path / "q3", other, part=(3, 3))
     with pytest.raises(DataError, match="its arguments differ"):
