@@ -32,6 +32,8 @@ from mmnp.evaluation.backend import Completion, Emit, EndpointError, Request, Sa
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 FATAL = {401: "the API key was refused", 403: "access denied", 404: "model or endpoint not found"}
+CANARIES = 3  # requests tried alone, one after another, while each is refused (HTTP 4xx) before a run stops:
+#   one prompt the server refuses (over its context length) must not block every other sample
 MAX_BODY_BYTES = 64 * 2**20
 EXCERPT = 300  # characters of a bad reply kept in the error message
 
@@ -120,16 +122,27 @@ class OpenAIBackend:
 
         async with self._session() as session:
             queue: asyncio.Queue[Request] = asyncio.Queue()
-            # A canary: the first sample not failed before goes alone (retries of known failures do not stop a run).
-            canary = next((r for r in requests if not r.retry), None)
-            if canary is not None:
+            # Canaries: the first sample not failed before goes alone (retries of known failures do not stop a
+            # run). If the server refuses it (HTTP 4xx: e.g. a prompt over its context length), the next ones
+            # go alone too, up to CANARIES: the run stops only when every one fails, and otherwise the refused
+            # ones are failed samples (retried next run) and the rest is sent.
+            fresh = [r for r in requests if not r.retry]
+            sent: list[tuple[Request, Completion]] = []
+            for canary in fresh[:CANARIES]:
                 first = await self._call(session, canary, sampling)
-                if first.error is not None and first.extra.get("transport"):
-                    raise EndpointError(f"{self.name} at {_strip_userinfo(self.base_url)}: the first request failed "
+                sent.append((canary, first))
+                if first.error is None or not first.extra.get("transport"):
+                    break
+                if not str(first.extra.get("status", "")).startswith("4") or len(sent) == min(CANARIES, len(fresh)):
+                    which = (f"request ({sent[0][0].instance.id})" if len(sent) == 1 else
+                             f"{len(sent)} requests ({', '.join(r.instance.id for r, _ in sent)}) each")
+                    raise EndpointError(f"{self.name} at {_strip_userinfo(self.base_url)}: the first {which} failed "
                                         f"after {first.attempts} attempt(s), so nothing else was sent: {first.error}")
-                emit(canary, first)
+            for canary, completion in sent:
+                emit(canary, completion)
+            tried = {id(r) for r, _ in sent}
             for r in requests:
-                if r is not canary:
+                if id(r) not in tried:
                     queue.put_nowait(r)
 
             async def worker() -> None:
@@ -193,7 +206,7 @@ class OpenAIBackend:
                                         f"({FATAL[status]}): {message}")
                 error = f"HTTP {status}: {message}"
                 if status not in RETRYABLE:
-                    return self._failed(error, start, attempt + 1, transport=True)
+                    return self._failed(error, start, attempt + 1, transport=True, status=status)
                 wait = _retry_after(retry_after)
             if attempt < self.max_retries:
                 delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.5)
@@ -202,9 +215,11 @@ class OpenAIBackend:
 
     # -- replies -----------------------------------------------------------------------------
 
-    def _failed(self, error: str, start: float, attempts: int, transport: bool = False) -> Completion:
+    def _failed(self, error: str, start: float, attempts: int, transport: bool = False,
+                status: int | None = None) -> Completion:
+        extra = {"transport": True, **({"status": status} if status else {})} if transport else {}
         return Completion(None, latency_s=time.perf_counter() - start, error=self._redact(error), attempts=attempts,
-                          extra={"transport": True} if transport else {})
+                          extra=extra)
 
     def _parse(self, body: bytes, start: float, attempts: int) -> Completion:
         """A 200 reply -> a completion, or a failed one naming what is wrong with the reply.

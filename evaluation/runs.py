@@ -34,6 +34,7 @@ class Dataset:
     recorded: bool  # False: written by an mmnp that did not record integrity (no modified/content_hash)
     references_hash: str | None = None  # the reference solutions QR is measured against
     origin: str | None = None  # "generated on the fly, seed S" for runs without a dataset folder
+    subset: str | None = None  # "N of M instances (...)" for a run on part of the dataset (--tasks, --limit)
 
     @classmethod
     def of(cls, results: dict) -> Dataset:
@@ -47,7 +48,8 @@ class Dataset:
         return cls(benchmark_hash=text("benchmark_hash") or "unknown", content_hash=text("content_hash"),
                    modified=d.get("modified") is True, preset=text("preset"),
                    recorded="modified" in d and "content_hash" in d, references_hash=text("references_hash"),
-                   origin=f"generated on the fly, seed {generated.get('seed')}" if generated else None)
+                   origin=f"generated on the fly, seed {generated.get('seed')}" if generated else None,
+                   subset=_subset(d.get("selection")))
 
     @property
     def known(self) -> bool:
@@ -57,24 +59,44 @@ class Dataset:
     def key(self) -> str:
         """Runs with equal keys were evaluated on the same data: the same instances and, where
         recorded, the same references (QR is measured against them)."""
+        references = f"/references:{self.references_hash}" if self.references_hash else ""
+        subset = f"/subset:{self.subset}" if self.subset else ""  # ranked apart from whole-dataset runs
         if self.modified:
-            return f"modified:{self.content_hash}"
-        return self.benchmark_hash + (f"/references:{self.references_hash}" if self.references_hash else "")
+            return f"modified:{self.content_hash}{references}{subset}"
+        return self.benchmark_hash + references + subset
 
     def short(self) -> str:
+        subset = " subset" if self.subset else ""
         if self.modified:
-            return "modified " + (self.content_hash or "unknown").removeprefix("modified-")[:12]
-        return self.benchmark_hash[:12] + (f"/{self.references_hash[:8]}" if self.references_hash else "")
+            references = f"/{self.references_hash[:8]}" if self.references_hash else ""
+            return "modified " + (self.content_hash or "unknown").removeprefix("modified-")[:12] + references + subset
+        return self.benchmark_hash[:12] + (f"/{self.references_hash[:8]}" if self.references_hash else "") + subset
 
     def describe(self) -> str:
+        subset = f"; SUBSET: {self.subset}, not comparable with runs on the whole dataset" if self.subset else ""
+        references = f", references hash {self.references_hash}" if self.references_hash else ""
         if self.modified:
-            return (f"MODIFIED dataset: content hash {self.content_hash or 'unknown'} (edited from benchmark hash "
-                    f"{self.benchmark_hash}; evaluated on purpose, not comparable with that benchmark)")
+            return (f"MODIFIED dataset: content hash {self.content_hash or 'unknown'}{references} (its data differ "
+                    f"from what its manifest lists; evaluated on purpose, not comparable with the dataset it was "
+                    f"edited from){subset}")
         if self.benchmark_hash == "unknown":
             return "unknown dataset (its results.json records no benchmark hash)"
         name = self.preset or self.origin
-        references = f", references hash {self.references_hash}" if self.references_hash else ""
-        return f"dataset {name + ', ' if name else ''}benchmark hash {self.benchmark_hash}{references}"
+        return f"dataset {name + ', ' if name else ''}benchmark hash {self.benchmark_hash}{references}{subset}"
+
+
+def _subset(selection: object) -> str | None:
+    """How a run on part of a dataset says so ("3 of 30 instances (tasks knapsack; at most 1 per
+    task and difficulty)"), from results.json's dataset.selection; None for the whole dataset."""
+    if not isinstance(selection, dict):
+        return None
+    count, total = selection.get("instances"), selection.get("of")
+    tasks, difficulties, limit = selection.get("tasks"), selection.get("difficulties"), selection.get("limit")
+    parts = [f"tasks {','.join(map(str, tasks))}" if isinstance(tasks, list) else None,
+             f"difficulties {','.join(map(str, difficulties))}" if isinstance(difficulties, list) else None,
+             f"at most {limit} per task and difficulty" if isinstance(limit, int) else None]
+    where = "; ".join(p for p in parts if p)
+    return cap(f"{count} of {total} instances" + (f" ({where})" if where else ""))
 
 
 @dataclass

@@ -327,7 +327,12 @@ def select_instances(tasks: str | list[str], difficulties: list[str], *, data: s
             source = load_export(where if kind == "export" else f"hf://{where}")
         found = source.instances(names, difficulties) if isinstance(source, Dataset) else source.instances
         instances = _first(found, names, difficulties, limit, data)
-        return Selection(instances, source.identity(), source, image_size)
+        identity = source.identity()
+        total = sum(sum(counts.values()) for counts in source.manifest["counts"].values())
+        if len(instances) < total:  # a part of the dataset: its scores are not the whole benchmark's
+            identity["selection"] = {"instances": len(instances), "of": total, "tasks": names,
+                                     "difficulties": difficulties, "limit": limit}
+        return Selection(instances, identity, source, image_size)
     n = count if limit is None else min(count, limit)
     instances = [get_task(t).generate(d, instance_seed(seed, i), id=instance_id(t, d, i))
                  for t in names for d in difficulties for i in range(n)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -78,13 +79,44 @@ def test_a_model_refused_midway_stops_without_recording_refusals(small_dataset, 
     assert len(records) == 2 and not any(r["failed"] for r in records)
 
 
+def test_one_refused_prompt_does_not_block_the_others(small_dataset, instances, tmp_path):
+    """A server that refuses one prompt (HTTP 400, e.g. over its context length) whichever run asks
+    it: that sample fails and is retried next run, the others are answered; it used to be the
+    run's first request, sent alone, and stop every run before anything else was sent."""
+    refused, asked = instances[0].prompt, []
+
+    def fault(n: int, text: str) -> tuple[int, float] | None:
+        if text == refused:
+            asked.append(n)
+            return 400, 0.0
+        return None
+
+    with FakeOpenAI(oracle(instances), fault) as server:
+        for run in range(2):
+            result = _eval(server.url, small_dataset, tmp_path)
+            assert result.exit_code == 1 and "1 of 4 samples failed (1x HTTP 400: injected)" in result.output
+            assert _results(tmp_path)["failed_samples"] == 1 and _results(tmp_path)["missing_instances"] == 0
+        assert len(asked) == 2 and len(server.requests) == 5  # 4, then only the failed one again
+
+
+def test_a_server_that_refuses_every_prompt_stops_after_a_few(small_dataset, instances, tmp_path):
+    with FakeOpenAI(oracle(instances), lambda n, text: (400, 0.0)) as server:
+        result = _eval(server.url, small_dataset, tmp_path)
+        assert len(server.requests) == 3  # the canaries, one after another; nothing else
+    assert result.exit_code == 1
+    assert re.search(r"the first 3 requests \((\w+-easy-000\d, ){2}\w+-easy-000\d\) each failed after 1 attempt\(s\), "
+                     r"so nothing else was sent: HTTP 400: injected", result.output), result.output
+    assert not (tmp_path / "openai_fake" / "samples.jsonl").exists()
+
+
 def test_a_server_that_is_down_fails_fast(small_dataset, tmp_path):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     result = _eval(f"http://127.0.0.1:{port}/v1", small_dataset, tmp_path)
     assert result.exit_code == 1
-    assert "first request failed after 2 attempt(s), so nothing else was sent: connection error" in result.output
+    assert re.search(r"the first request \(\w+-easy-000\d\) failed after 2 attempt\(s\), so nothing else was sent: "
+                     r"connection error", result.output), result.output
     assert not (tmp_path / "openai_fake" / "samples.jsonl").exists()
 
 

@@ -149,20 +149,42 @@ def test_runs_with_other_references_are_ranked_apart(results_dir, tmp_path):
 def test_modified_data_is_marked_with_its_own_content_hash(results_dir, tmp_path):
     content = "c" * 64
 
-    def modified(r):
-        r["dataset"].update(modified=True, content_hash=content)
+    def modified(references: str):
+        return lambda r: r["dataset"].update(modified=True, content_hash=content, benchmark_hash=content,
+                                             references_hash=references)
 
-    edited = _variant(results_dir / "solver_heuristic", tmp_path, "edited", modified)
+    edited = _variant(results_dir / "solver_heuristic", tmp_path, "edited", modified("a" * 64))
     md = make_leaderboard([results_dir / "solver_random", edited])
     sections = _sections(md)
     head = next(h for h in sections if "MODIFIED" in h)
-    benchmark = _results(results_dir / "solver_random")["dataset"]["benchmark_hash"]
-    assert f"content hash {content}" in head and f"edited from benchmark hash {benchmark}" in head
+    assert f"content hash {content}, references hash {'a' * 64}" in head and "benchmark hash" not in head
     assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {"solver:heuristic"}
     plain = next(text for h, text in sections.items() if h != head)
     assert {r["model"] for r in _table(plain, "Leaderboard")} == {"solver:random"}  # never under the canonical hash
     page = make_leaderboard([edited], format="csv")
-    assert {r["dataset"] for r in csv.DictReader(io.StringIO(page))} == {f"modified:{content}"}
+    assert {r["dataset"] for r in csv.DictReader(io.StringIO(page))} == {f"modified:{content}/references:{'a' * 64}"}
+    # the same edited instances with other edited references: QR measured against other numbers
+    other = _variant(results_dir / "solver_heuristic", tmp_path, "other", modified("b" * 64))
+    sections = _sections(make_leaderboard([edited, other]))
+    assert len(sections) == 2 and all("MODIFIED" in h for h in sections)
+
+
+def test_a_run_on_part_of_the_dataset_is_ranked_apart(results_dir, small_dataset, tmp_path):
+    """--tasks or --limit evaluate part of a dataset: its Overall is not the benchmark's, so the
+    run is marked a subset and never ranked beside runs on the whole of it."""
+    result = runner.invoke(app, ["eval", "--model", "solver:heuristic", "--data", str(small_dataset), "--tasks",
+                                 "knapsack", "--difficulty", "easy,medium", "--modality", "both", "--samples", "3",
+                                 "--temperature", "0.7", "--limit", "1", "--output-path", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    selection = _results(tmp_path / "solver_heuristic")["dataset"]["selection"]
+    assert selection["instances"] == 2 and selection["of"] > 2 and selection["tasks"] == ["knapsack"]
+    assert "selection" not in _results(results_dir / "solver_random")["dataset"]  # the whole dataset: none
+    sections = _sections(make_leaderboard([results_dir / "solver_random", tmp_path / "solver_heuristic"]))
+    assert len(sections) == 2
+    head = next(h for h in sections if "SUBSET" in h)
+    assert f"SUBSET: 2 of {selection['of']} instances (tasks knapsack; difficulties easy,medium; at most 1 per task " \
+           "and difficulty)" in head
+    assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {"solver:heuristic"}
 
 
 def test_incomplete_runs_are_left_out_with_a_line_or_marked(results_dir, tmp_path, capsys):
