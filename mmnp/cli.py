@@ -324,8 +324,9 @@ def show(
     from mmnp.files import atomic_write
     from mmnp.registry import get_task
 
-    if not 64 <= size <= 8192:
-        raise UsageError(f"--size must be between 64 and 8192 pixels, got {size}")
+    from mmnp.render import check_image_size
+
+    check_image_size(size, "--size")
     inst = find_instance(data, id, allow_modified=allow_modified)
     png = get_task(inst.task).render(inst, size, answer=_answer_text(answer, answer_file))
     atomic_write(out, png)

@@ -44,11 +44,11 @@ from mmnp.integrity import (
     parse_instance_id,
     parse_line,
     record_line,
-    rows_hashes,
     task_versions,
     validate_manifest,
 )
 from mmnp.registry import get_task
+from mmnp.render import check_image_size
 from mmnp.task import DEFAULT_TIME_LIMIT
 
 IN_PROGRESS = ".mmnp-generate.json"  # the arguments, part and versions of an unfinished generation
@@ -82,8 +82,7 @@ class GenerateSpec:
             raise UsageError(f"--seed must be between 0 and {2**63 // SEED_STRIDE - 1}, got {self.seed}")
         if not 0 < self.time_limit <= 86400:
             raise UsageError(f"--time-limit must be a positive number of deterministic seconds, got {self.time_limit}")
-        if not 64 <= self.image_size <= 8192:
-            raise UsageError(f"--image-size must be between 64 and 8192 pixels, got {self.image_size}")
+        check_image_size(self.image_size)
         for name in (*self.tasks, *self.difficulties):
             if not is_name(name):
                 raise UsageError(f"{name!r} is not a task or difficulty name (lower-case letters, digits, _)")
@@ -298,7 +297,7 @@ def _read_log(folder: Path, jobs: list[tuple], images: bool, notify: Notify | No
                 raise DataError("its picture differs")
             if not images and png_text != NO_IMAGE:
                 raise DataError("a picture where the run makes none")
-            problem = get_task(job[0]).mismatch(inst, job[4], (png_text, job[7]) if images else None)
+            problem = get_task(job[0]).mismatch(inst, job[4], job[6], (png_text, job[7]) if images else None)
             if problem:
                 raise DataError(f"{digest.id}: {problem}")
         except (DataError, OSError, UnicodeDecodeError) as e:
@@ -410,6 +409,12 @@ def generate_dataset(
     with FolderLock(out, option="--out", remove=True):
         _remove_stale_temporaries(out, spec)
         state = _read_state(out)
+        finished = _read_json(out / MANIFEST) if state is not None and not (out / LOG).exists() else None
+        if part is None and isinstance(finished, dict) and finished.get("arguments") == state["arguments"]:
+            # a state beside its dataset's manifest and no log: the run stopped after `_finish` removed
+            # the log, or a repair before `_start` wrote it; the folder is a finished dataset, checked as one
+            (out / IN_PROGRESS).unlink()
+            state = None
         if overwrite:
             _remove_generated(out, state, notify)
             state = None
@@ -442,13 +447,6 @@ def _existing(out: Path, spec: GenerateSpec, part: tuple[int, int] | None, state
             raise UsageError(f"{out} holds an unfinished generation of a different "
                              f"{'part or ' if part or state['part'] else ''}dataset; rerun its own command to "
                              "finish it, pass --overwrite to replace it, or choose another --out")
-        if part is None and not (out / LOG).exists() and (out / MANIFEST).exists():
-            # the run stopped after `_finish` removed its log, before its state: finished, if intact
-            manifest = _read_json(out / MANIFEST)
-            if isinstance(manifest, dict) and manifest.get("arguments") == spec.to_json() \
-                    and _salvage(out, manifest, spec, None) is None:
-                (out / IN_PROGRESS).unlink()
-                return manifest, None
         return None, None
     if not (out / MANIFEST).exists():
         return None, None
@@ -573,14 +571,11 @@ def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | Non
     say = notify or (lambda message: None)
     try:
         validate_manifest(manifest, str(out / MANIFEST))
-        consistent = rows_hashes(manifest) == (manifest["benchmark_hash"], manifest["references_hash"])
     except DataError as e:
         say(f"damaged: {e}; regenerating every instance")
         return {}
-    if not consistent:
-        say(f"damaged: {out / MANIFEST}: its hashes are not those its records block derives; "
-            "regenerating every instance")
-        return {}
+    # the records block is what the shards are checked against; the members derived from it (the
+    # hashes among them) are compared with what the records make at the end, and written again
     kept: dict[str, tuple[bytes, str]] = {}
     intact = True
     for task, difficulty in spec.shards():
@@ -595,8 +590,7 @@ def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | Non
         made = build_manifest(out, spec, spec.shards(), ortools=manifest["ortools_version"],
                               versions=manifest["task_versions"])
         if changed := [key for key in DERIVED if manifest.get(key) != made[key]]:
-            say(f"damaged: {out / MANIFEST}: its {' and '.join(changed)} {'is' if len(changed) == 1 else 'are'} not "
-                f"what its records make; writing it again")
+            say(f"damaged: {out / MANIFEST}: {', '.join(changed)} not what its records make; writing it again")
             intact = False
     return None if intact else kept
 

@@ -36,6 +36,7 @@ from mmnp.dataset import MANIFEST, atomic_write, build_manifest, instance_id
 from mmnp.errors import DataError, UsageError
 from mmnp.generators.knapsack import MAX_NUMBER  # knapsack weights and values (capacity: MAX_ITEMS times it)
 from mmnp.registry import get_task
+from mmnp.render import check_image_size
 from mmnp.task import DEFAULT_TIME_LIMIT, Task
 
 CLASSIC_META = "classic.json"
@@ -598,5 +599,5 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
             raise DataError(f"--optima {optima}: {unused!r} names none of the imported files; an entry is named by "
                             f"the instance's name or its file name ({', '.join(i.name for i in items)[:200]})")
         shard, names = "imported", [p.name for p in files]
-    spec = ImportSpec(fmt, tuple(names), task, complement, images, optimal, image_size, time_limit)
+    spec = ImportSpec(fmt, tuple(names), task, complement, images, optimal, check_image_size(image_size), time_limit)
     return import_dataset(out, items, spec, shard)

@@ -172,7 +172,7 @@ def repair(pos: np.ndarray, edges: np.ndarray, geo: Geometry, rounds: int = 30) 
     tail, head = edges[:, 0], edges[:, 1]
     rows = np.arange(len(edges))
     not_self = np.eye(n) * 1e9
-    clip, minimum, maximum, absolute, bincount = _umath.clip, np.minimum, np.maximum, np.abs, np.bincount
+    clip, maximum, absolute, bincount = _umath.clip, np.maximum, np.abs, np.bincount
 
     def pushes(at: np.ndarray, force: np.ndarray) -> np.ndarray:
         out = np.empty(n, dtype=complex)  # the same sums as bincount(real) + 1j * bincount(imag)

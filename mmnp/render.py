@@ -22,6 +22,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 from zlib_ng import zlib_ng
 
+from mmnp.errors import UsageError
 from mmnp.layout import Geometry, circle, place
 
 DEFAULT_SIZE = 768
@@ -63,6 +64,8 @@ _PALETTE = [c for rgb in _palette_rgb for c in rgb]
 _PALETTE += [0] * (768 - len(_PALETTE))
 MIN_STROKE = 2  # px: no line, outline or glyph stem thinner, so a downscaled picture keeps them
 MIN_FONT = 14  # px at the default size
+MIN_IMAGE_SIZE = 160  # px: below it some pictures cannot hold their text at MIN_FONT (a schedule's name column)
+MAX_IMAGE_SIZE = 8192
 # a client's downscale to a 512 px long side must leave an edge list at least this size (px)
 LIST_FONT_AT_512 = 10
 MAX_ASPECT = 1.5  # a picture's height over its width at most (graphs with an edge-list panel), from the
@@ -81,6 +84,14 @@ def _font_path() -> str | None:
     path = Path(spec.origin).parent / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf"
     return str(path) if path.exists() else None
 
+
+
+def check_image_size(size: int, option: str = "--image-size") -> int:
+    """`size` when every task's picture can be drawn at it, else a UsageError naming `option`."""
+    if not MIN_IMAGE_SIZE <= size <= MAX_IMAGE_SIZE:
+        raise UsageError(f"{option} must be between {MIN_IMAGE_SIZE} and {MAX_IMAGE_SIZE} pixels (smaller pictures "
+                         f"cannot hold their text), got {size}")
+    return size
 
 @lru_cache(maxsize=None)
 def font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:

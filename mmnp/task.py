@@ -216,16 +216,29 @@ class Task:
         data, planted = self.generator.generate(params, rng)
         return recorded_params(config, params), data, planted
 
-    def mismatch(self, inst: Instance, overrides: Mapping[str, Any] | None = None, picture: tuple[str, int] | None = None,
-                 ) -> str | None:
-        """What in a generated record is not what `generate` makes, or None. The instance part is
-        made again from its seed (milliseconds: no solver runs) and compared whole; each stored
-        reference must verify to its objective, a proven optimum must not be beaten by another
-        reference, and a planted one must be the generator's. With `picture` (the PNG's SHA-256
-        and the size it was drawn at) the picture is drawn again and compared too. This is what
-        lets a resumed or merged run trust the lines a log holds without solving them again."""
+    def mismatch(self, inst: Instance, overrides: Mapping[str, Any] | None = None, optimal: bool = False,
+                 picture: tuple[str, int] | None = None) -> str | None:
+        """What in a generated record is not what `generate(..., optimal=optimal)` makes, or None;
+        never raises. What a resumed or merged run checks before it trusts a line a log holds
+        instead of making the instance again (an edited part must not reach a dataset):
+
+        - the instance part, drawn again from its seed and compared whole (milliseconds);
+        - the heuristic reference, computed again (deterministic; the planted answer where better),
+          and the planted one, the generator's;
+        - the exact reference (present exactly when `optimal`): its solution verifies to its
+          objective, which is not worse than the heuristic's; a proven one carries no bound, an
+          unproven bound does not exclude it; `hardness` agrees with it. What CP-SAT alone could
+          say again (the proof, the bound's value, the work counts) is not solved again;
+        - with `picture` (the PNG's SHA-256 and the size it was drawn at), the picture, drawn again."""
         try:
-            params, data, planted = self._draw(inst.difficulty, inst.seed, overrides or {})
+            return self._mismatch(inst, overrides or {}, optimal, picture)
+        except Exception as e:  # noqa: BLE001 - a hostile record is reported, never a crash
+            return f"its record is malformed ({type(e).__name__})"
+
+    def _mismatch(self, inst: Instance, overrides: Mapping[str, Any], optimal: bool,
+                  picture: tuple[str, int] | None) -> str | None:
+        try:
+            params, data, planted = self._draw(inst.difficulty, inst.seed, overrides)
         except Exception as e:  # noqa: BLE001 - a record naming a difficulty or parameters mmnp refuses
             return f"its seed and difficulty make no instance ({e})"
         made = (content_hash(self.name, data), canonical_json(params), self.generator.prompt(data),
@@ -233,22 +246,41 @@ class Task:
         if (inst.hash, canonical_json(inst.params), inst.prompt, inst.image_prompt, inst.level) != made \
                 or content_hash(self.name, inst.data) != inst.hash:
             return "its instance is not the one its seed makes"
-        stored = {name: ref for name, ref in (inst.reference or {}).items() if isinstance(ref, dict) and name != "published"}
-        for name, ref in stored.items():
-            objective, violations = self.verifier.check(inst.data, ref.get("solution"))
-            if violations or objective != ref.get("objective"):
-                return f"its {name} reference does not verify to its objective"
-        if (planted is None) != ("planted" not in stored) or (
-                planted is not None and canonical_json(planted) != canonical_json(stored["planted"]["solution"])):
-            return "its planted reference is not the generator's"
-        best = stored.get("optimal")
-        if best and best.get("proven") and any(self.is_better(ref["objective"], best["objective"])
-                                                for ref in stored.values()):
-            return "its proven optimum is beaten by another of its references"
         if picture is not None:
             png, info = self.picture(inst, picture[1])
             if hashlib.sha256(png).hexdigest() != picture[0] or canonical_json(info) != canonical_json(inst.picture):
                 return "its picture is not the one its instance draws"
+        reference = inst.reference
+        planted_reference = self._reference(data, planted) if planted is not None else None
+        wanted = {"heuristic", "optimal"} | ({"planted"} if planted is not None else set())
+        if not isinstance(reference, dict) or set(reference) != wanted:
+            return f"its references are not {', '.join(sorted(wanted))}"
+        if planted_reference is not None and canonical_json(reference["planted"]) != canonical_json(planted_reference):
+            return "its planted reference is not the generator's"
+        heuristic = self._better(self._reference(data, self.solver.heuristic(data)), planted_reference)
+        if canonical_json(reference["heuristic"]) != canonical_json(heuristic):
+            return "its heuristic reference is not the heuristic's"
+        best = reference["optimal"]
+        if not optimal:
+            return None if best is None and inst.hardness is None else "it has an exact reference the run does not make"
+        if not isinstance(best, dict) or not {"objective", "solution", "proven"} <= set(best) <= {
+                "objective", "solution", "proven", "bound"} or not isinstance(best["proven"], bool):
+            return "its exact reference is malformed"
+        objective, violations = self.verifier.check(data, best["solution"])
+        if violations or objective != best["objective"] or self.is_better(heuristic["objective"], objective):
+            return "its exact reference does not verify to its objective, or is worse than the heuristic's"
+        bound = best.get("bound")
+        if bound is not None and (best["proven"] or self.is_better(objective, bound)):
+            return "its exact reference's bound contradicts it"
+        expected = self._hardness({"optimal": best, "heuristic": heuristic}, best["proven"],
+                                  {"deterministic_time": 0, "num_branches": 0, "num_conflicts": 0})
+        work = ("deterministic_time", "num_branches", "num_conflicts")
+        hardness = inst.hardness
+        if not isinstance(hardness, dict) or set(hardness) != set(expected) \
+                or any(hardness[key] != expected[key] for key in expected if key not in work) \
+                or not all(isinstance(hardness[key], (int, float)) and not isinstance(hardness[key], bool)
+                           and hardness[key] >= 0 for key in work):
+            return "its hardness does not agree with its references"
         return None
 
     def best_known(self, data: dict, hint: dict, time_limit: float = DEFAULT_TIME_LIMIT) -> tuple[dict, dict]:

@@ -36,7 +36,7 @@ from mmnp.integrity import digest_line, image_name, row
 
 runner = CliRunner()
 SPEC = GenerateSpec(tasks=("knapsack", "tsp"), difficulties=("easy",), count=3, seed=4, optimal=True, time_limit=0.5,
-                    image_size=128)
+                    image_size=160)
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -138,9 +138,15 @@ def edited_counts(d: Path) -> None:
     (d / "manifest.json").write_text(json.dumps(manifest))
 
 
+def edited_benchmark_hash(d: Path) -> None:
+    manifest = json.loads((d / "manifest.json").read_text())
+    manifest["benchmark_hash"] = "0" * 64
+    (d / "manifest.json").write_text(json.dumps(manifest))
+
+
 TAMPERINGS = [edited_reference, edited_instance_with_its_hash, injected_prompt, swapped_image_fields, moved_record,
               duplicated_record, deleted_records_block, edited_arguments_and_hash, replaced_picture, edited_total,
-              edited_counts]
+              edited_counts, edited_benchmark_hash]
 
 
 def _cli(*args: str) -> None:
@@ -219,6 +225,18 @@ def test_rerunning_generate_repairs_every_tampering(data, pristine, tamper):
     assert _tree(data) == _tree(pristine)
 
 
+@pytest.mark.parametrize("tamper", [edited_total, edited_counts, edited_benchmark_hash], ids=lambda f: f.__name__)
+def test_a_manifest_edit_is_repaired_without_making_any_instance_again(data, pristine, tamper):
+    """Every record and picture intact, only the manifest's derived members edited: the rerun
+    writes the manifest again from the records (it used to make every instance again)."""
+    tamper(data)
+    made, said = [], []
+    generate_dataset(data, SPEC, notify=said.append, progress=lambda done, total: made.append(total - done))
+    assert made and set(made) == {0}, made
+    assert any("not what its records make; writing it again" in s for s in said), said
+    assert _tree(data) == _tree(pristine)
+
+
 def _forge_manifest(d: Path) -> None:
     """What a forger who rewrites manifest.json does: rows and hashes recomputed from the content."""
     from mmnp.integrity import derive_hashes
@@ -249,7 +267,7 @@ def test_a_rewritten_manifest_gets_the_contents_hashes_never_the_release(data, p
     hashes of what it is: the release's name and hashes stay with the release's content."""
     canonical = dataset_identity(pristine)
     release = {"tasks": {"knapsack": 1, "tsp": 1}, "difficulties": ("easy",), "count": 3, "seed": 4,
-               "image_size": 128, "time_limit": 0.5, "instances": 6, "benchmark_hash": canonical["benchmark_hash"],
+               "image_size": 160, "time_limit": 0.5, "instances": 6, "benchmark_hash": canonical["benchmark_hash"],
                "references": {"any": {"references_hash": canonical["references_hash"], "proven_optima": 0}}}
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(PRESETS, "test-release", release)

@@ -246,6 +246,25 @@ def test_every_picture_stays_square_or_taller_and_at_the_requested_width(task):
         assert img.width == size and img.height >= img.width * 0.5
 
 
+def test_every_picture_is_drawn_at_the_smallest_size_mmnp_takes_and_smaller_is_refused(task, tmp_path):
+    """Every size --image-size takes draws (a schedule's name column at the minimum font no longer
+    fits below MIN_IMAGE_SIZE: 96 px used to end in a traceback); smaller is one line."""
+    from typer.testing import CliRunner
+
+    from mmnp.cli import app
+    from mmnp.render import MIN_IMAGE_SIZE
+
+    for level in ("L1", "L5", "L10"):
+        for seed in range(2):
+            img = Image.open(io.BytesIO(task.render(task.generate(level, seed), MIN_IMAGE_SIZE)))
+            assert img.width == MIN_IMAGE_SIZE
+    result = CliRunner().invoke(app, ["generate", "--tasks", task.name, "--difficulty", "easy", "--count", "1",
+                                      "--no-optimal", "--image-size", str(MIN_IMAGE_SIZE - 1), "--out",
+                                      str(tmp_path / "d")])
+    assert result.exit_code == 2 and f"--image-size must be between {MIN_IMAGE_SIZE} and" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "d").exists()
+
+
 def test_readme_states_the_v2_benchmark_hash_and_v1_is_unchanged():
     """v2 (picture version 2) is its own set: a different hash from v1, quoted in the README (the
     regeneration to the recorded hashes: tests/test_dataset.py)."""

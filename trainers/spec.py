@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mmnp.errors import UsageError
+from mmnp.render import check_image_size
 from mmnp.trainers.curriculum import CurriculumSpec, curriculum_spec
 
 
@@ -100,6 +101,7 @@ class TrainSpec(CurriculumSpec):
             value = getattr(self, name)
             if value is not None and not value >= low:
                 raise UsageError(f"--{name.replace('_', '-')} {value}: must be {what}")
+        check_image_size(self.image_size)
         if self.temperature is not None and not self.temperature > 0:
             raise UsageError(f"--temperature {self.temperature}: must be positive")
         if not self.model:
@@ -124,7 +126,7 @@ _LOWER_BOUNDS = (("max_steps", 1, "at least 1"), ("num_generations", 2, "at leas
                  ("steps_per_generation", 1, "at least 1"), ("num_iterations", 1, "at least 1"),
                  ("count", 1, "at least 1"), ("max_completion_length", 1, "at least 1"),
                  ("learning_rate", 0.0, ">= 0"), ("beta", 0.0, ">= 0"), ("logging_steps", 1, "at least 1"),
-                 ("save_steps", 1, "at least 1"), ("image_size", 1, "at least 1"))
+                 ("save_steps", 1, "at least 1"))
 
 
 def _read_yaml(path: str | Path) -> dict[str, Any]:
