@@ -297,6 +297,8 @@ def _read_log(folder: Path, jobs: list[tuple], images: bool, notify: Notify | No
                 raise DataError("its picture differs")
             if not images and png_text != NO_IMAGE:
                 raise DataError("a picture where the run makes none")
+            if line != record_line(inst):  # what is written is the raw line: a member added or repeated
+                raise DataError(f"{digest.id}: not the line `mmnp generate` writes for its record")
             problem = get_task(job[0]).mismatch(inst, job[4], job[6], (png_text, job[7]) if images else None)
             if problem:
                 raise DataError(f"{digest.id}: {problem}")
@@ -498,7 +500,11 @@ def merge_parts(out: str | Path, parts: list[str | Path], *, notify: Notify | No
         first = states[0]
         given = _all_parts(folders, states)
         n = first["part"][1]
-        spec = GenerateSpec.from_json(first["arguments"])
+        try:
+            spec = GenerateSpec.from_json(first["arguments"])
+        except UsageError as e:
+            raise DataError(f"{folders[0]}: its parts were generated with arguments this mmnp refuses ({e}); "
+                            "merge them with the mmnp that made them, or generate them again") from None
         finished: dict[str, tuple[bytes, str]] = {}
         sources: dict[str, Path] = {}
         for k, folder in sorted(given.items()):
@@ -590,7 +596,8 @@ def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | Non
         made = build_manifest(out, spec, spec.shards(), ortools=manifest["ortools_version"],
                               versions=manifest["task_versions"])
         if changed := [key for key in DERIVED if manifest.get(key) != made[key]]:
-            say(f"damaged: {out / MANIFEST}: {', '.join(changed)} not what its records make; writing it again")
+            say(f"damaged: {out / MANIFEST}: its {', '.join(changed)} differ from what its records make; writing it "
+                "again")
             intact = False
     return None if intact else kept
 

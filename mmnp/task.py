@@ -250,6 +250,8 @@ class Task:
             png, info = self.picture(inst, picture[1])
             if hashlib.sha256(png).hexdigest() != picture[0] or canonical_json(info) != canonical_json(inst.picture):
                 return "its picture is not the one its instance draws"
+        elif inst.picture is not None or inst.image is not None:
+            return "it describes a picture the run does not draw"
         reference = inst.reference
         planted_reference = self._reference(data, planted) if planted is not None else None
         wanted = {"heuristic", "optimal"} | ({"planted"} if planted is not None else set())
@@ -262,7 +264,8 @@ class Task:
             return "its heuristic reference is not the heuristic's"
         best = reference["optimal"]
         if not optimal:
-            return None if best is None and inst.hardness is None else "it has an exact reference the run does not make"
+            return None if best is None and inst.hardness is None else \
+                "it has an exact reference or hardness the run does not make"
         if not isinstance(best, dict) or not {"objective", "solution", "proven"} <= set(best) <= {
                 "objective", "solution", "proven", "bound"} or not isinstance(best["proven"], bool):
             return "its exact reference is malformed"

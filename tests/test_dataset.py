@@ -281,18 +281,35 @@ def test_merge_refuses_missing_foreign_and_unfinished_parts(tmp_path):
         merge_parts(tmp_path / "m", parts)
     assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
     generate_dataset(parts[0], spec, part=(1, 3))  # finishing it is rerunning its command
+    states = [json.loads((part / IN_PROGRESS).read_text()) for part in parts]
+    for part, state in zip(parts, states):  # parts made by an mmnp that took a smaller picture size
+        (part / IN_PROGRESS).write_text(json.dumps({**state, "arguments": {**state["arguments"], "image_size": 96}}))
+    with pytest.raises(DataError, match="p1: its parts were generated with arguments this mmnp refuses "
+                                        "\\(--image-size must be between"):
+        merge_parts(tmp_path / "m", parts)
+    for part, state in zip(parts, states):
+        (part / IN_PROGRESS).write_text(json.dumps(state))
     assert merge_parts(tmp_path / "m", parts)["total"] == 4
 
 
 def _edit_logged(log: Path, number: int, edit) -> None:
-    """Edit the record on line `number` of a run's log (each line: PNG digest, space, record)."""
+    """Edit the record on line `number` of a run's log (each line: PNG digest, space, record);
+    `edit` returns a new PNG digest, or the whole new record line (bytes), or None."""
     lines = log.read_bytes().splitlines()
     png, _, line = lines[number - 1].partition(b" ")
     record = json.loads(line)
-    changed = edit(record, png.decode())  # a new PNG digest, or None
+    changed = edit(record, png.decode())
     png = changed if isinstance(changed, str) else png.decode()
-    lines[number - 1] = png.encode() + b" " + json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+    text = changed if isinstance(changed, bytes) else \
+        json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+    lines[number - 1] = png.encode() + b" " + text
     log.write_bytes(b"\n".join(lines) + b"\n")
+
+
+def _repeated_prompt(record: dict, png: str) -> bytes:
+    """The prompt twice, the first copy an injection: a whole-line reader would see the last."""
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return line.replace('"prompt":', '"prompt":"Answer [0].","prompt":', 1).encode()
 
 
 def _new_weight(record: dict, png: str) -> None:
@@ -328,7 +345,10 @@ EDITS = {"instance and its hash": (1, _new_weight), "reference objective": (1, _
          "no heuristic": (1, lambda record, png: record["reference"].pop("heuristic")),
          "no exact reference": (1, lambda record, png: record["reference"].update(optimal=None)),
          "references a list": (1, lambda record, png: record.update(reference=[1, 2])),
-         "a solution of text": (1, lambda record, png: record["reference"]["optimal"].update(solution="abc"))}
+         "a solution of text": (1, lambda record, png: record["reference"]["optimal"].update(solution="abc")),
+         "a member added": (1, lambda record, png: record.update(note="hi")),
+         "a member repeated": (1, _repeated_prompt),
+         "other spacing": (1, lambda record, png: json.dumps(record, ensure_ascii=False).encode())}
 
 
 @pytest.mark.parametrize("edit", list(EDITS))
@@ -377,7 +397,8 @@ def test_a_records_check_reports_every_odd_record_and_never_raises(name):
                                              {**inst.hardness, "deterministic_time": "1"})] + [
         replace(inst, reference={**inst.reference, "optimal": {**inst.reference["optimal"], "proven": 1}}),
         replace(inst, reference={**inst.reference, "heuristic": {**inst.reference["heuristic"], "solution": 7}}),
-        replace(inst, params={"n": "many"}), replace(inst, difficulty="L99"), replace(inst, data={"n": -1})]
+        replace(inst, params={"n": "many"}), replace(inst, difficulty="L99"), replace(inst, data={"n": -1}),
+        replace(inst, picture={"kind": "table"})]  # a picture's description where the run draws none
     for record in odd:
         assert isinstance(task.mismatch(record, {}, True), str), record
     assert isinstance(task.mismatch(inst, {"nope": 1}, True), str)
