@@ -38,18 +38,20 @@ LICENSE = "apache-2.0"
 ROW_GROUP = 64  # rows per parquet row group: small groups keep image pages light for readers and the Hub viewer
 
 
+COLUMNS = {  # the one schema of every export: column -> its `datasets` type
+    "id": "string", "task": "string", "category": "string", "difficulty": "string", "seed": "int64",
+    "hash": "string", "prompt": "string", "image_prompt": "string", "image": "image", "instance": "string",
+    "reference": "string", "params": "string", "reference_objective": "float64", "best_objective": "float64",
+    "level": "int32", "hardness": "string", "picture": "string",
+}
+DERIVED_COLUMNS = ("category", "reference_objective", "best_objective")  # copies of what a record says, for harnesses
+
+
 def features():
     """The one schema of every export (a `datasets.Features`)."""
     from datasets import Features, Image, Value
 
-    text = Value("string")
-    return Features({
-        "id": text, "task": text, "category": text, "difficulty": text, "seed": Value("int64"), "hash": text,
-        "prompt": text, "image_prompt": text, "image": Image(),
-        "instance": text, "reference": text, "params": text,
-        "reference_objective": Value("float64"), "best_objective": Value("float64"),
-        "level": Value("int32"), "hardness": text, "picture": text,
-    })
+    return Features({name: Image() if kind == "image" else Value(kind) for name, kind in COLUMNS.items()})
 
 
 def to_row(inst: Instance, png: bytes) -> dict[str, Any]:
@@ -475,11 +477,12 @@ def _checked_rows(path: Path, manifest: dict, rows: list[tuple[Path, int, dict]]
                   ) -> tuple[list[Instance], dict[str, bytes], tuple[str, str]]:
     """The rows as Instances in the dataset's order, their pictures by id, and the hashes they
     derive, after `check_content` found them to be what the source `manifest` lists."""
-    instances, images, pngs = [], {}, {}
+    instances, images, pngs, derived = [], {}, {}, []
     shards: dict[tuple[str, str], list[Digest] | None] = {}
     for file, number, row in rows:
         where = f"{file} row {number} (id {row.get('id')!r})"
         inst = _row_instance(row, where, with_pictures)
+        derived.append((where, inst, tuple(row.get(k) for k in DERIVED_COLUMNS)))
         digest = digest_line(record_line(inst), where)
         png = (row.get("image") or {}).get("bytes") or b""
         images[inst.id] = png
@@ -497,6 +500,10 @@ def _checked_rows(path: Path, manifest: dict, rows: list[tuple[Path, int, dict]]
         more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
         raise DataError(f"{problems[0]}{more}. The export differs from the dataset it was made from (edited or "
                         "damaged; a missing split too): export it again, or download it whole")
+    for where, inst, columns in derived:  # what harnesses score from (lm-eval, lmms-eval) is what the record says
+        if columns != tuple(to_row(inst, b"")[k] for k in DERIVED_COLUMNS):
+            raise DataError(f"{where}: its {', '.join(DERIVED_COLUMNS)} columns are not what its record says; the "
+                            "export was edited: export it again from the generated dataset")
     order = {s: n for n, s in enumerate(listed)}
     instances.sort(key=lambda i: (order[i.task, i.difficulty], int(i.id.rsplit("-", 1)[1])))
     return instances, images, hashes
@@ -504,6 +511,8 @@ def _checked_rows(path: Path, manifest: dict, rows: list[tuple[Path, int, dict]]
 
 def _row_instance(row: dict, where: str, with_pictures: bool) -> Instance:
     """The Instance one export row holds; its picture is found by id, as in a dataset folder."""
+    if missing := [name for name in COLUMNS if name not in row and name not in ("image", "level")]:
+        raise DataError(f"{where}: no {', '.join(missing)} column; the export is damaged: export it again")
     try:
         data = json.loads(row["instance"])
         loaded = {k: json.loads(row[k] or "null") for k in ("params", "reference", "hardness", "picture")}

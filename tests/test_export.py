@@ -209,6 +209,14 @@ def _claim_another_dataset(meta):
     meta["manifest"]["benchmark_hash"] = meta["benchmark_hash"] = "0" * 64
 
 
+def _drop_column(name: str):
+    def drop(x):
+        file = x / "data/easy-00000-of-00001.parquet"
+        table = pq.read_table(file)
+        pq.write_table(table.drop_columns([name]), file)
+    return drop
+
+
 EXPORT_TAMPERINGS = {
     "edited reference": (_row_edit(lambda rows: rows[1].update(reference=rows[1]["reference"].replace(
         '"objective":', '"objective":1', 1))), "the reference of .+ differs"),
@@ -221,6 +229,11 @@ EXPORT_TAMPERINGS = {
     "deleted records block": (lambda x: _edit_meta(x, _no_records), "records.+missing"),
     "edited arguments and hash": (lambda x: _edit_meta(x, _claim_another_dataset), "arguments \\(seed 2027\\)"),
     "missing split": (lambda x: (x / "data/easy-00000-of-00001.parquet").unlink(), r"easy: missing"),
+    # what lm-eval and lmms-eval score from: a doubled reference objective halves every QR there
+    "edited reference_objective": (_row_edit(lambda rows: rows[0].update(
+        reference_objective=rows[0]["reference_objective"] * 2)), "reference_objective.+not what its record says"),
+    "dropped hash column": (_drop_column("hash"), "no hash column; the export is damaged"),
+    "dropped prompt column": (_drop_column("prompt"), "no prompt column; the export is damaged"),
 }
 
 

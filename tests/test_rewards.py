@@ -42,6 +42,10 @@ def test_conversational_completions_and_extra_columns(rows):
     expected = quality_reward(None, completions, payload)
     assert quality_reward(None, conversational, payload, task=["knapsack"] * 4, trainer_state=None) == expected
     assert quality_reward(None, parts, payload) == expected
+    # `datasets` merges the keys of mixed content parts: an image part then carries "text": None
+    merged = [[{"role": "assistant", "content": [{"type": "image", "text": None, "image": None},
+                                                 {"type": "text", "text": c, "image": None}]}] for c in completions]
+    assert quality_reward(None, merged, payload) == expected
 
 
 def test_a_wrong_column_is_named(rows):

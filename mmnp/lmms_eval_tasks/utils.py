@@ -28,8 +28,8 @@ def _checked_state(data: str, state: tuple) -> dict[str, tuple]:
     from mmnp.export import load_export
 
     export = load_export(data)
-    return {i.id: (i.task, i.prompt, i.image_prompt, i.hash, hashlib.sha256(export.image(i)).hexdigest())
-            for i in export.instances}
+    return {i.id: (i.task, i.prompt, i.image_prompt, i.hash, float(i.reference_objective),
+                   hashlib.sha256(export.image(i)).hexdigest()) for i in export.instances}
 
 
 def checked_docs_for(data: str) -> Callable:
@@ -42,7 +42,7 @@ def checked_docs_for(data: str) -> Callable:
         expected = _checked(data)
         encoded = dataset.cast_column("image", Image(decode=False))  # the PNG bytes as stored, not re-encoded
         for number, row in enumerate(encoded):
-            seen = (row["task"], row["prompt"], row["image_prompt"], row["hash"],
+            seen = (row["task"], row["prompt"], row["image_prompt"], row["hash"], row["reference_objective"],
                     hashlib.sha256(row["image"]["bytes"] or b"").hexdigest())
             if expected.get(row["id"]) != seen:
                 raise DataError(f"{data}: row {number} ({row.get('id')!r}) is not the checked export's; the export "

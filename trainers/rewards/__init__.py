@@ -64,7 +64,9 @@ def completion_text(completion: Any) -> str:
     if isinstance(completion, list) and completion:
         content = completion[-1].get("content", "") if isinstance(completion[-1], dict) else ""
         if isinstance(content, list):
-            return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+            # mixed parts merged by `datasets` carry "text": None on an image part
+            return "".join(text for part in content if isinstance(part, dict)
+                           and isinstance(text := part.get("text"), str))
         return content if isinstance(content, str) else ""
     return ""
 
