@@ -66,11 +66,11 @@ class Dataset:
         return self.benchmark_hash + references + subset
 
     def short(self) -> str:
+        references = f"/{self.references_hash[:8]}" if self.references_hash else ""
         subset = " subset" if self.subset else ""
         if self.modified:
-            references = f"/{self.references_hash[:8]}" if self.references_hash else ""
             return "modified " + (self.content_hash or "unknown").removeprefix("modified-")[:12] + references + subset
-        return self.benchmark_hash[:12] + (f"/{self.references_hash[:8]}" if self.references_hash else "") + subset
+        return self.benchmark_hash[:12] + references + subset
 
     def describe(self) -> str:
         subset = f"; SUBSET: {self.subset}, not comparable with runs on the whole dataset" if self.subset else ""

@@ -411,8 +411,8 @@ def generate_dataset(
     with FolderLock(out, option="--out", remove=True):
         _remove_stale_temporaries(out, spec)
         state = _read_state(out)
-        finished = _read_json(out / MANIFEST) if state is not None and not (out / LOG).exists() else None
-        if part is None and isinstance(finished, dict) and finished.get("arguments") == state["arguments"]:
+        beside = _read_json(out / MANIFEST) if state is not None and not (out / LOG).exists() else None
+        if part is None and isinstance(beside, dict) and beside.get("arguments") == state["arguments"]:
             # a state beside its dataset's manifest and no log: the run stopped after `_finish` removed
             # the log, or a repair before `_start` wrote it; the folder is a finished dataset, checked as one
             (out / IN_PROGRESS).unlink()

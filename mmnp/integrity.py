@@ -218,21 +218,8 @@ def derive_hashes(digests: Iterable[Digest], png: Callable[[Digest], str]) -> tu
 
 def row(digest: Digest, png: str) -> str:
     """manifest.json's line for a record: id, record-part and reference-part digests, PNG SHA-256 (or -).
-    The manifest's two hashes are derived from these lines alone, so a manifest can be checked
-    for consistency without its dataset (`rows_hashes`)."""
+    The manifest's two hashes are derived from these lines alone (`derive_hashes`)."""
     return f"{digest.id} {digest.record} {digest.reference} {png}"
-
-
-def rows_hashes(manifest: dict) -> tuple[str, str]:
-    """(benchmark_hash, references_hash) that a valid manifest's records block derives."""
-    digests, pngs = [], {}
-    for rel, rows in manifest["records"].items():
-        for text in rows:
-            match = _ROW.match(text)
-            task, difficulty, index = parse_instance_id(match["id"])
-            digests.append(Digest(rel, match["id"], task, difficulty, index, 0, match["record"], match["reference"]))
-            pngs[match["id"]] = match["png"]
-    return derive_hashes(digests, lambda d: pngs[d.id])
 
 
 # -- the manifest -------------------------------------------------------------------------------
