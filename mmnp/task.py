@@ -189,9 +189,8 @@ class Task:
         if planted_reference is not None:
             reference["planted"] = planted_reference
         hardness = None
-        if optimal:
-            hint = self._better(reference["heuristic"], reference.get("planted"))
-            reference["optimal"], work = self.best_known(data, hint, time_limit)
+        if optimal:  # the hint: the heuristic's answer, which already holds the planted one where better
+            reference["optimal"], work = self.best_known(data, heuristic, time_limit)
             hardness = self._hardness(reference, reference["optimal"]["proven"], work)
         return Instance(
             id=id or f"{self.name}-{difficulty}-{seed}",
