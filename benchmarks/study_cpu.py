@@ -90,7 +90,7 @@ def optimal_answers(inst) -> tuple[float, set]:
         for chosen in itertools.combinations(range(n), k):
             objective, _ = task.verifier.check(inst.data, list(chosen))
             if objective is not None:
-                feasible[task.verifier.canonical(list(chosen))] = objective
+                feasible[task.verifier.canonical(inst.data, list(chosen))] = objective
     best = max(feasible.values())
     exact = (inst.reference.get("optimal") or {}).get("objective")
     assert exact is None or exact == best, f"{inst.id}: enumeration {best} vs the exact solver's {exact}"
@@ -138,7 +138,7 @@ def evaluate(model_dir: str, held_out, k: int, pass_k: int, max_new_tokens: int,
                 elif not verdict.feasible:
                     answers["infeasible"] += 1
                 else:
-                    answer = task.verifier.canonical(verdict.solution)
+                    answer = task.verifier.canonical(inst.data, verdict.solution)
                     found.add(answer)
                     optimal_hits += answer in optimal
                     answers["optimal" if answer in optimal else "feasible, not optimal"] += 1

@@ -54,7 +54,7 @@ class VerifierModule(Protocol):
 
     def parse(self, text: str) -> Any: ...  # raises ParseError
     def check(self, data: dict, solution: Any) -> tuple[float | None, list[Violation]]: ...
-    def canonical(self, solution: Any) -> Any: ...  # hashable; equal for equivalent solutions
+    def canonical(self, data: dict, solution: Any) -> Any: ...  # hashable; equal for equivalent solutions
     def format(self, solution: Any) -> str: ...  # the value of an `Answer:` line
     def wrong_answers(self, instance: Instance) -> list[tuple[str, str]]: ...  # (answer text, kind it violates)
 

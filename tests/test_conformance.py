@@ -143,7 +143,7 @@ def test_tolerated_answer_formats(task):
         verdict = task.verify(inst, text)
         assert verdict.feasible, f"{text!r}: {verdict.summary()}"
         assert verdict.objective == inst.reference_objective
-        assert task.verifier.canonical(verdict.solution) == task.verifier.canonical(solution)
+        assert task.verifier.canonical(inst.data, verdict.solution) == task.verifier.canonical(inst.data, solution)
 
 
 def test_unparseable_answers_are_reported_not_raised(task):

@@ -29,7 +29,9 @@ def test_tsp_accepts_arrows_and_closed_tours():
 
 
 def test_tsp_canonical_ignores_rotation_and_direction():
-    canon = tsp_verifier.canonical
+    def canon(tour):
+        return tsp_verifier.canonical({"n": 4}, tour)
+
     assert canon([2, 0, 1, 3]) == canon([0, 1, 3, 2]) == canon([0, 2, 3, 1]) == canon([3, 1, 0, 2])
     assert canon([0, 1, 2, 3]) != canon([0, 2, 1, 3])
 
@@ -59,7 +61,7 @@ def test_graph_coloring_mapping_form_and_colour_names():
     mapping = "{" + ", ".join(f"{v}: {c}" for v, c in enumerate(renamed)) + "}"
     a, b = task.verify(inst, f"Answer: {colours}"), task.verify(inst, f"Answer: {mapping}")
     assert a.feasible and b.feasible and a.objective == b.objective
-    assert task.verifier.canonical(a.solution) == task.verifier.canonical(b.solution)
+    assert task.verifier.canonical(inst.data, a.solution) == task.verifier.canonical(inst.data, b.solution)
 
 
 def test_min_bisection_split_reads_alike_from_one_half_or_both():
@@ -67,9 +69,10 @@ def test_min_bisection_split_reads_alike_from_one_half_or_both():
     inst = task.generate("medium", seed=3)
     half = inst.reference["heuristic"]["solution"]
     other = [v for v in range(inst.data["n"]) if v not in half]
-    verdicts = [task.verify(inst, f"Answer: {answer}") for answer in (half, [half, other], [other, half])]
+    answers = (half, other, [half, other], [other, half])  # one half alone: either one (with vertex 0 or without)
+    verdicts = [task.verify(inst, f"Answer: {answer}") for answer in answers]
     assert all(v.feasible and v.objective == inst.reference["heuristic"]["objective"] for v in verdicts)
-    assert len({task.verifier.canonical(v.solution) for v in verdicts}) == 1
+    assert len({task.verifier.canonical(inst.data, v.solution) for v in verdicts}) == 1
     short = task.verify(inst, f"Answer: {[half, other[:3]]}")  # sizes count each half as given
     assert short.kinds == {"missing_vertex", "unbalanced"}
     assert f"the halves have {len(half)} and 3 vertices" in next(

@@ -68,7 +68,7 @@ def check(data: dict, solution: list) -> tuple[float | None, list[Violation]]:
     return len(set(colour)), []
 
 
-def canonical(solution: list) -> tuple[int, ...]:
+def canonical(data: dict, solution: list) -> tuple[int, ...]:
     """Colours renamed by first appearance, so permuting colour names changes nothing."""
     mapping = as_mapping(solution)
     names: dict[int, int] = {}

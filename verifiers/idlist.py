@@ -20,7 +20,7 @@ def parser(noun: str) -> Callable[[str], list[int]]:
     return parse
 
 
-def canonical(ids: list[int]) -> tuple[int, ...]:
+def canonical(data: dict, ids: list[int]) -> tuple[int, ...]:
     """The same set however it was ordered."""
     return tuple(sorted(ids))
 
@@ -70,12 +70,13 @@ def split_check(solution: list, n: int, noun: str, plural: str) -> tuple[list[bo
     return in_first, (size, placed.count(True) - size), violations
 
 
-def split_canonical(solution: list) -> tuple[int | str, ...]:
-    """The half that holds the smallest id, sorted: the same split however written."""
+def split_canonical(data: dict, solution: list) -> tuple[int, ...]:
+    """The half that holds vertex 0, sorted: the same split however written (one half or both,
+    either first)."""
     first, second = halves(solution)
     if second is None:
-        return tuple(sorted(first)) if 0 in first else ("complement", *sorted(first))
-    return tuple(sorted(first if min(first + second) in first else second))
+        return tuple(sorted(first)) if 0 in first else tuple(v for v in range(data["n"]) if v not in set(first))
+    return tuple(sorted(first if 0 in first else second))
 
 
 def split_format(solution: list) -> str:

@@ -36,8 +36,8 @@ def check(data: dict, cycle: list[int]) -> tuple[float | None, list[Violation]]:
     return len(cycle), []
 
 
-def canonical(cycle: list[int]) -> tuple[int, ...]:
-    return _cycle_canonical(cycle)
+def canonical(data: dict, cycle: list[int]) -> tuple[int, ...]:
+    return _cycle_canonical(data, cycle)
 
 
 def format(cycle: list[int]) -> str:

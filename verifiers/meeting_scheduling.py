@@ -154,7 +154,7 @@ def _violations(data: dict, found: dict[str, list]) -> list[Violation]:
     return [violation(kind, what, found[kind], fmt=fmt) for kind, what, fmt in described if found[kind]]
 
 
-def canonical(schedule: list[list]) -> tuple[tuple, ...]:
+def canonical(data: dict, schedule: list[list]) -> tuple[tuple, ...]:
     return tuple(sorted((m, r, minutes(s)) for m, r, s in schedule))
 
 

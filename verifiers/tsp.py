@@ -41,7 +41,7 @@ def tour_length(coords: list[list[int]], tour: list[int]) -> int:
     return total
 
 
-def canonical(tour: list[int]) -> tuple[int, ...]:
+def canonical(data: dict, tour: list[int]) -> tuple[int, ...]:
     """The same cycle whatever its start and direction."""
     i = tour.index(min(tour))
     t = tour[i:] + tour[:i]

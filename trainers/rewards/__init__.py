@@ -87,9 +87,14 @@ def score_all(completions: list, payloads: list[str], log_extra: Callable | None
     if log_extra is not None:
         log_extra(VERDICT_COLUMNS[0], [float(v.feasible) for v, _ in out])
         log_extra(VERDICT_COLUMNS[1], [r for _, r in out])
-        log_extra(VERDICT_COLUMNS[2], [repr(get_task(_record(p)["task"]).verifier.canonical(v.solution))
-                                       if v.feasible else None for (v, _), p in zip(out, payloads)])
+        log_extra(VERDICT_COLUMNS[2], [_canonical(p, v) if v.feasible else None for (v, _), p in zip(out, payloads)])
     return out
+
+
+def _canonical(payload: str, verdict: Verdict) -> str:
+    """A feasible answer's canonical form, as text (distinct solutions in a group)."""
+    record = _record(payload)
+    return repr(get_task(record["task"]).verifier.canonical(record["instance"], verdict.solution))
 
 
 def feasible_reward(prompts: list, completions: list, mmnp_instance: list[str], log_extra: Callable | None = None,
