@@ -180,7 +180,7 @@ def _run_with_progress(backend: Backend | None, selection: Selection, config: Ev
 
             return evaluate(backend, selection.instances, config, output_path, image_loader=selection.image,
                             dataset=selection.identity, rescore=rescore, skip_image_probe=skip_image_probe,
-                            progress=report)
+                            progress=report, notice=lambda line: console.print(f"[yellow]{escape(line)}[/]"))
     except OSError as e:
         raise RunError(f"cannot write {e.filename or output_path}: {e.strerror}; choose another "
                        "--output-path") from None

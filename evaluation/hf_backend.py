@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, replace
 
 from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, SelfTest, option
-from mmnp.evaluation.models import load_hf
+from mmnp.evaluation.models import load_hf, weights_fingerprint
 
 from mmnp.errors import UsageError
 
@@ -31,6 +31,7 @@ class HFBackend:
             raise UsageError(f"--batch-size {o.batch_size}: must be at least 1")
         loaded = load_hf(path, dtype=o.dtype, device=o.device)
         self.name = f"hf:{path}"
+        self.weights = weights_fingerprint(path)  # part of the run's identity (`EvalConfig.weights`)
         self.batch_size = o.batch_size
         self.model, self.tokenizer, self.processor, self.device = (loaded.model, loaded.tokenizer, loaded.processor,
                                                                    loaded.device)

@@ -152,13 +152,14 @@ def _category_plot(series: list[_Series], p: _Plotter) -> str:
         return [s.metrics["overall"] if c == "overall" else s.metrics["categories"].get(c) for c in cats]
 
     return _sr_qr_bars(series, groups, cats, ("Success rate (SR), ± 1 standard error",
-                                              "Quality ratio (QR), ± 1 standard error"), (13, 4.2), 0, p)
+                                              "Quality ratio (QR), ± 1 standard error"), (13, 4.2), p)
 
 
 def _sr_qr_bars(series: list[_Series], groups_of: Callable[[_Series], list[dict | None]], labels: list[str],
-                titles: tuple[str, str], size: tuple[float, float], missing: float, p: _Plotter) -> str:
+                titles: tuple[str, str], size: tuple[float, float], p: _Plotter) -> str:
     """SR (left) and QR (right) of each series' `groups_of` groups, one bar per series and group,
-    with standard errors; a group without a figure is drawn as `missing`."""
+    with standard errors; a group without a figure (a category or kind the run did not have) has
+    no bar, never a bar at 0, which would read as a measured failure."""
     import numpy as np
 
     fig, axes = p.plt.subplots(1, 2, figsize=size, sharey=True)
@@ -167,7 +168,7 @@ def _sr_qr_bars(series: list[_Series], groups_of: Callable[[_Series], list[dict 
         for i, s in enumerate(series):
             groups = groups_of(s)
             bars = ax.bar(np.arange(len(groups)) + i * width - 0.4 + width / 2,
-                          [100 * (g or {}).get(key, missing) for g in groups], width, yerr=_errors(groups, key),
+                          [100 * (g or {}).get(key, math.nan) for g in groups], width, yerr=_errors(groups, key),
                           capsize=2, label=s.label, color=s.color)
             p.tag(bars.errorbar)
         ax.set_xticks(range(len(labels)), labels)
@@ -200,8 +201,7 @@ def _kind_plot(pictured: list[_Series], kinds: list[str], p: _Plotter) -> str:
         return [s.metrics["overall"]] + [(s.metrics["picture_kinds"].get(k) or {}).get("overall") for k in kinds]
 
     return _sr_qr_bars(pictured, groups, ["all"] + [_label(k) for k in kinds],
-                       ("Image SR by picture kind, ± 1 SE", "Image QR by picture kind, ± 1 SE"), (11, 3.4),
-                       math.nan, p)
+                       ("Image SR by picture kind, ± 1 SE", "Image QR by picture kind, ± 1 SE"), (11, 3.4), p)
 
 
 def _pass_at_k_plot(series: list[_Series], p: _Plotter) -> str:
@@ -243,23 +243,47 @@ def _level_plot(series: list[_Series], task: str, levels: list[str], p: _Plotter
     return p.svg(fig)
 
 
-def instance_of(run: Run, instance_id: str) -> Instance | None:
-    """The evaluated instance, from its dataset or regenerated from the run's generation settings;
-    None when neither is available (the browser then shows the response without pictures)."""
-    from mmnp.dataset import find_instance, instance_seed, parse_instance_id
+def run_instances(run: Run) -> tuple[Callable[[str], Instance | None], str | None]:
+    """Where the browser finds a run's evaluated instances: its dataset when that is still what
+    was evaluated (the same benchmark hash), or regenerated from the run's seed by the mmnp that
+    ran it; else nowhere (the answers are shown without instances, and the line says why: an
+    answer drawn over another instance, with the run's verdict beside it, would be a false page)."""
+    from mmnp import __version__
+    from mmnp.dataset import instance_seed, locate_data, open_dataset, parse_instance_id
+    from mmnp.export import load_export
     from mmnp.registry import get_task
 
     dataset = run.results.get("dataset") if isinstance(run.results.get("dataset"), dict) else {}
-    try:
-        if isinstance(dataset.get("path"), str) and Path(dataset["path"]).exists():
-            return find_instance(dataset["path"], instance_id, allow_modified=dataset.get("modified") is True)
-        generated = dataset.get("generated")
-        if isinstance(generated, dict):
+    nowhere = lambda instance_id: None  # noqa: E731
+    if isinstance(dataset.get("path"), str) and Path(dataset["path"]).exists():
+        try:
+            kind, where = locate_data(dataset["path"])
+            if kind == "folder":
+                opened = open_dataset(where, allow_modified=dataset.get("modified") is True)
+                by_id = {inst.id: inst for inst in opened.instances()}
+            else:
+                opened = load_export(where)
+                by_id = {inst.id: inst for inst in opened.instances}
+        except (OSError, MMNPError) as e:
+            return nowhere, f"{run.label}: its dataset {dataset['path']} cannot be read ({e}); samples shown without instances"
+        if opened.identity()["benchmark_hash"] != dataset.get("benchmark_hash"):
+            return nowhere, (f"{run.label}: its dataset {dataset['path']} has changed since the run (another benchmark "
+                             "hash); samples shown without instances")
+        return by_id.get, None
+    generated = dataset.get("generated")
+    if not isinstance(generated, dict) or not isinstance(generated.get("seed"), int):
+        return nowhere, None
+    if run.results.get("mmnp_version") != __version__:
+        return nowhere, (f"{run.label}: its instances were generated by mmnp {text_of(run.results.get('mmnp_version'))}, "
+                         f"not this mmnp {__version__}; samples shown without instances")
+
+    def regenerate(instance_id: str) -> Instance | None:
+        try:
             task, difficulty, index = parse_instance_id(instance_id)
             return get_task(task).generate(difficulty, instance_seed(generated["seed"], int(index)), id=instance_id)
-    except (KeyError, OSError, ValueError, MMNPError):
-        return None
-    return None
+        except (KeyError, ValueError, MMNPError):
+            return None
+    return regenerate, None
 
 
 def _browser_samples(path: Path) -> tuple[list[dict], str | None]:
@@ -298,22 +322,21 @@ def _browser(runs: list[Run], modality: str | None, per_task: int, size: int = 4
         if per_task == 0 or not path.exists():
             continue
         records, problem = _browser_samples(path)
-        if problem:
-            problems.append(problem)
+        instance_of, unseen = run_instances(run) if records else (None, None)
+        problems += [line for line in (problem, unseen) if line]
         shown = set(run.modalities()) if modality is None else {modality}
         for task in [t.name for t in list_tasks()]:
             chosen = sorted((r for r in records if r.get("task") == task and r.get("modality") in shown),
                             key=lambda r: (r.get("feasible") is True, r["key"]))[:per_task]
-            parts.extend(_sample_html(run, r, size) for r in chosen)
+            parts.extend(_sample_html(run, r, instance_of(text_of(r.get("id"))), size) for r in chosen)
     return "\n".join(parts) or "<p>(no samples)</p>", problems
 
 
-def _sample_html(run: Run, r: dict, size: int) -> str:
+def _sample_html(run: Run, r: dict, inst: Instance | None, size: int) -> str:
     """One sample in the browser: its key and verdict, then (opened) the instance and the answer drawn
     over it, the prompt, the response and the verdict in full, all escaped."""
     from mmnp.registry import get_task
 
-    inst = instance_of(run, text_of(r.get("id")))
     verdict = _verdict(r)
     response = text_of(r.get("response"))
     response_shown = cap(response, TEXT_CAP)

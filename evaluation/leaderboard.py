@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmnp.errors import DataError, RunError, UsageError
+from mmnp.files import check_out_file
 from mmnp.evaluation.html_report import html_board
 from mmnp.evaluation.ranking import Board
 from mmnp.evaluation.runs import Run, gather
-from mmnp.evaluation.schema import RESULTS
 from mmnp.evaluation.tables import csv_board, markdown_board
 
 FORMATS = ("md", "csv", "html")
@@ -35,17 +35,6 @@ def render_html(runs: list[Run], modality: str | None = None, browser_samples: i
                 include_incomplete: bool = False, stderr: bool = False, problems: list[str] = ()) -> str:
     """The self-contained HTML report of `runs`, with `browser_samples` samples per task and model."""
     return html_board(Board.build(runs, problems, modality, mix_datasets, include_incomplete), browser_samples, stderr)
-
-
-def _check_out(out: Path, fmt: str) -> None:
-    """Refuse an --out that is a folder, lies under a file, or would replace one of mmnp's own files."""
-    if out.is_dir():
-        raise UsageError(f"--out {out} is a folder; give a file path such as {out / ('leaderboard.' + fmt)}")
-    for parent in out.parents:
-        if parent.exists() and not parent.is_dir():
-            raise UsageError(f"--out {out}: {parent} is a file, not a folder; choose another path")
-    if out.name in (RESULTS, "samples.jsonl", "run.json", "manifest.json"):
-        raise UsageError(f"--out {out} would overwrite an mmnp file; choose another name, e.g. leaderboard.{fmt}")
 
 
 def _write(out: Path, text: str) -> None:
@@ -76,7 +65,7 @@ def make_leaderboard(paths: list[Path], format: str = "md", out: Path | None = N
         raise UsageError(f"--browser-samples {browser_samples}: give 0 or more")
     if out is not None:
         out = Path(out)
-        _check_out(out, format)
+        check_out_file(out, f"leaderboard.{format}")
     runs, problems = gather(paths)
     if not runs:
         raise DataError("no readable results.json: " + "; ".join(problems))

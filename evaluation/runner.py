@@ -53,12 +53,15 @@ class EvalConfig:
     rounds: int = 1  # --rounds: feedback turns from the verifier, up to this many answers per sample
     probe: str | None = None  # --probe transcribe: one transcription per instance's picture, scored field by field
     endpoint: dict | None = None  # where the model is served ({base_url, model}); None for in-process backends
+    weights: str | None = None  # the local model folder's fingerprint (`models.weights_fingerprint`), if any
 
     def identity(self) -> dict:
         """What must match for stored samples to be reused (samples and limit may grow)."""
         identity = {"model": self.model, "sampling": self.sampling.identity(), "system_prompt": self.system_prompt}
         if self.endpoint:  # a resumed run against another server would mix two models' answers
             identity["endpoint"] = self.endpoint
+        if self.weights:  # ... as would other weights under the same path
+            identity["weights"] = self.weights
         if self.model_args:  # only when set: older run.json files stay resumable
             identity["model_args"] = self.model_args
         if self.rounds > 1:  # a sample's answer is its last round's
@@ -100,7 +103,7 @@ def score(inst: Instance, modality: str, sample: int, completion: Completion,
         "parse_error": None if failed else verdict.error,
         "ratio": task.quality_ratio(objective, inst.reference_objective),
         "opt_ratio": task.quality_ratio(objective, inst.best_objective),
-        "canonical": _jsonable(task.verifier.canonical(verdict.solution)) if feasible else None,
+        "canonical": _jsonable(task.verifier.canonical(inst.data, verdict.solution)) if feasible else None,
         "prompt_tokens": completion.prompt_tokens,
         "completion_tokens": completion.completion_tokens,
         "latency_s": round(completion.latency_s, 4),
@@ -222,14 +225,107 @@ def build_requests(instances: Iterable[Instance], config: EvalConfig, image_load
                 elif log.done(key):
                     continue
                 retry = record is not None and record["failed"]
-                image = image_loader(inst) if modality == "image" else None
-                text = inst.image_prompt if modality == "image" else inst.prompt
-                requests.append(Request(inst, modality, k, text, image, config.system_prompt, retry, history, extra))
+                requests.append(_request(inst, modality, k, config, image_loader, retry, history, extra))
         key = sample_key(inst.id, PROBE, 0)
         if config.probe and not log.done(key):
-            requests.append(Request(inst, PROBE, 0, probe_prompt(inst.task), image_loader(inst), config.system_prompt,
-                                    key in log.records))
+            requests.append(_request(inst, PROBE, 0, config, image_loader, key in log.records))
     return requests
+
+
+def _request(inst: Instance, modality: str, sample: int, config: EvalConfig,
+             image_loader: Callable[[Instance], bytes], retry: bool = False, history: tuple = (),
+             extra: tuple = ()) -> Request:
+    """The request of one sample: what is sent for it (its messages) is a function of these alone."""
+    text = {"image": inst.image_prompt, PROBE: probe_prompt(inst.task)}.get(modality, inst.prompt)
+    image = image_loader(inst) if modality in ("image", PROBE) else None
+    return Request(inst, modality, sample, text, image, config.system_prompt, retry, history, extra)
+
+
+VERDICT_FIELDS = ("parsed", "feasible", "objective", "ratio", "opt_ratio", "canonical", "violations", "parse_error")
+PROBE_FIELDS = ("exact", "field_f1")
+ROUND_FIELDS = ("feasible", "objective", "ratio", "opt_ratio", "messages_sha256")
+
+
+def check_stored(log: SampleLog, instances: list[Instance], config: EvalConfig,
+                 image_loader: Callable[[Instance], bytes], verdicts: bool = True) -> list[str]:
+    """The stored samples of this run that answer other messages than this run's (another dataset,
+    prompt, picture or system prompt; earlier rounds edited): removed from `log.records`, so they
+    are asked again and never scored; their keys are returned. With `verdicts`, every other stored
+    answer is verified again and a record whose verdict differs from its response's (an edited
+    log, or another verifier's) is refused: a stored number is only ever what its answer earns."""
+    images: dict[str, bytes] = {}
+
+    def loader(inst: Instance) -> bytes:  # a picture is read (or drawn) once for all its samples
+        if inst.id not in images:
+            images[inst.id] = image_loader(inst)
+        return images[inst.id]
+
+    stale = []
+    keys = [(inst, m, k) for inst in instances for m in config.modalities for k in range(config.samples)]
+    keys += [(inst, PROBE, 0) for inst in instances] if config.probe else []
+    for inst, modality, k in keys:
+        key = sample_key(inst.id, modality, k)
+        record = log.records.get(key)
+        if record is None:
+            continue
+        try:
+            history = _history(record) if config.rounds > 1 and modality != PROBE else ()
+            request = _request(inst, modality, k, config, loader, history=history)
+            if record.get("messages_sha256") != request.messages_sha256():
+                stale.append(key)
+                del log.records[key]
+            elif verdicts and not record["failed"]:
+                _check_verdict(record, request, config.rounds)
+        except DataError as e:
+            raise DataError(f"{log.path}: {e}: the log was edited, or written by another mmnp's verifier; run the "
+                            "same command with --rescore to verify every stored answer again") from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            raise DataError(f"{log.path}: sample {key} is not a record as `mmnp eval` writes it ({type(e).__name__}: "
+                            f"{str(e)[:80]}); delete its lines and run again (the sample is then asked again)") from None
+    return stale
+
+
+def _history(record: dict) -> tuple[tuple[str, str], ...]:
+    turns = tuple(tuple(turn) for turn in record.get("history") or ())
+    if not all(len(t) == 2 and all(isinstance(x, str) for x in t) for t in turns):
+        raise ValueError("its history is not a list of [answer, feedback] texts")
+    return turns
+
+
+def _check_verdict(record: dict, request: Request, rounds: int) -> None:
+    """Refuse a stored record whose verdict (and, with --rounds, every round's) is not what its
+    response is verified to now."""
+    def completion(text: object) -> Completion:
+        if not isinstance(text, str):
+            raise TypeError("its response is not a text")
+        return Completion(text)
+
+    if request.modality == PROBE:
+        pairs = [(PROBE_FIELDS, record, score_probe(request, completion(record["response"])))]
+    else:
+        fresh = score(request.instance, request.modality, request.sample, completion(record["response"]),
+                      request.messages_sha256())
+        pairs = [(VERDICT_FIELDS, record, fresh)]
+        if rounds > 1:
+            answers = [answer for answer, _ in request.history] + [record["response"]]
+            per_round = record["per_round"]
+            if len(per_round) != len(answers):
+                raise ValueError(f"{len(per_round)} rounds' scores for {len(answers)} answers")
+            for r, (answer, scores) in enumerate(zip(answers, per_round)):
+                earlier = replace(request, history=request.history[:r])
+                at_r = fresh if r == len(answers) - 1 else score(
+                    request.instance, request.modality, request.sample, completion(answer), earlier.messages_sha256())
+                pairs.append((ROUND_FIELDS, scores, at_r))
+                told = request.history[r][1] if r < len(request.history) else record["feedback"]
+                best = at_r["feasible"] and (at_r["opt_ratio"] if at_r["opt_ratio"] is not None else 0) >= 1 - 1e-9
+                finished = r == len(answers) - 1 and (best or r + 1 >= rounds)
+                if told != (None if finished else feedback(at_r)):
+                    raise DataError(f"sample {request.key}: the feedback after its round {r + 1} is not the verifier's")
+    for names, stored, fresh in pairs:
+        for name in names:
+            if stored.get(name) != _jsonable(fresh[name]):
+                raise DataError(f"sample {request.key} records {name} {stored.get(name)!r}, but its answer is "
+                                f"verified to {_jsonable(fresh[name])!r}")
 
 
 def git_hash() -> str | None:
@@ -252,19 +348,32 @@ def evaluate(
     rescore: bool = False,
     skip_image_probe: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> Results:
     """Run (or resume, or rescore) an evaluation and write samples.jsonl and results.json.
 
     results.json is written even when the run is stopped (`RunError`: the endpoint refuses, the image
-    probe fails; re-raised after). `backend` is None only with `rescore` (no model is called)."""
+    probe fails; re-raised after). `backend` is None only with `rescore` (no model is called).
+    Stored samples are reused only as answers to this run's very messages (`check_stored`);
+    `notice` hears how many were not."""
     out = Path(output_path) / model_dir_name(config.model)
     if out.exists() and not out.is_dir() or Path(output_path).is_file():
         raise DataError(f"--output-path {output_path}: {out if out.exists() else output_path} is a file, not a "
                         "folder; choose another --output-path")
     out.mkdir(parents=True, exist_ok=True)
+    if config.weights is None and getattr(backend, "weights", None):
+        config = replace(config, weights=backend.weights)
     with FolderLock(out):
         guard_settings(out, config, dataset, rescore)
         log = SampleLog(out / SAMPLES)
+        stale = check_stored(log, instances, config, image_loader, verdicts=not rescore)
+        why = (f"{len(stale)} stored sample(s) in {log.path} answer other messages than this run's (another dataset, "
+               f"prompt, picture or system prompt), e.g. {stale[0]}") if stale else ""
+        if stale and rescore:
+            raise DataError(f"--rescore: {why}; rescore with the dataset they were made from, or run without "
+                            "--rescore to ask them again")
+        if stale and notice:
+            notice(f"{why}: asked again")
         started = time.time()
         delivery = Delivery(backend, config.sampling, skip_image_probe, encoding=_previous_encoding(out))
         recorder = Recorder(log, config, delivery, progress)
@@ -290,10 +399,11 @@ def guard_settings(out: Path, config: EvalConfig, dataset: dict | None, rescore:
     except ValueError:
         raise DataError(f"{run_file}: not JSON; delete it to reuse the folder's samples with the current "
                         "settings") from None
-    if isinstance(stored, dict) and "endpoint" in stored and rescore:
-        identity["endpoint"] = stored["endpoint"]  # rescoring calls no endpoint: the samples' own stays
-    elif isinstance(stored, dict) and "endpoint" not in stored and "endpoint" in identity:
-        stored = {**stored, "endpoint": identity["endpoint"]}  # written before mmnp recorded the endpoint
+    for key in ("endpoint", "weights"):
+        if isinstance(stored, dict) and key in stored and rescore:
+            identity[key] = stored[key]  # rescoring loads no model: the samples' own stays
+        elif isinstance(stored, dict) and key not in stored and key in identity:
+            stored = {**stored, key: identity[key]}  # written before mmnp recorded it
     if stored is not None and stored != identity:
         raise UsageError(f"{out} holds samples from different settings ({_diff(stored, identity)}); "
                         "choose another --output-path, or delete the folder to start over")

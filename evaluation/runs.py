@@ -146,6 +146,8 @@ class Run:
         if isinstance(probe, dict) and probe.get("status") in DELIVERY_WARNINGS:
             detail = str(probe.get("detail") or "")[:80]
             return f"image delivery {probe['status']}" + (f": {detail}" if detail else "")
+        if probe is None and (self.results.get("metrics") or {}).get("image"):  # mmnp always records the check
+            return "image delivery not recorded (an older mmnp, or an edited results.json)"
         return None
 
     def delivery(self) -> str:

@@ -127,23 +127,40 @@ def number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _check_group(group, where: str) -> str | None:
+FRACTIONS = ("sr", "sr_at_1", "fail_rate", "parse_rate")  # shares of instances or samples: in [0, 1]
+
+
+def _check_group(group, where: str, samples: int | None) -> str | None:
+    """A group's numbers are numbers, and possible ones: what no run can compute (an SR of 1.7, a
+    negative QR, a pass@k beyond the run's samples) is refused, never ranked."""
     if not isinstance(group, dict):
         return f"{where} is not an object"
     for key in GROUP_NUMBERS:
         if not number(group.get(key)):
             return f"{where}.{key} is {str(group.get(key))[:40]!r}, not a number"
+    for key in FRACTIONS:
+        if key in group and not (number(group[key]) and 0 <= group[key] <= 1):
+            return f"{where}.{key} is {str(group[key])[:40]!r}, not a share in [0, 1]"
+    for key in ("qr", "qr_at_1", "opt_ratio", "distinct"):
+        if group[key] < 0:
+            return f"{where}.{key} is {group[key]!r}, below 0"
+    if type(group["instances"]) is not int or group["instances"] < 1:
+        return f"{where}.instances is {group['instances']!r}, not a count of instances"
+    if samples is not None and group["distinct"] > samples:
+        return f"{where}.distinct is {group['distinct']!r}, more than the run's {samples} samples"
     for se in STDERR.values():
-        if group.get(se) is not None and not number(group[se]):
-            return f"{where}.{se} is {str(group[se])[:40]!r}, not a number"
+        if group.get(se) is not None and not (number(group[se]) and group[se] >= 0):
+            return f"{where}.{se} is {str(group[se])[:40]!r}, not a standard error"
     for curve in ("pass_at_k", "pass_at_k_opt"):
         values = group.get(curve)
-        if not isinstance(values, dict) or not all(k.isdigit() and number(v) for k, v in values.items()):
-            return f"{where}.{curve} is not a curve of numbers"
+        if not isinstance(values, dict) or not all(k.isdigit() and number(v) and 0 <= v <= 1 for k, v in values.items()):
+            return f"{where}.{curve} is not a curve of shares in [0, 1]"
+        if any(not 1 <= int(k) <= (samples or int(k)) for k in values):
+            return f"{where}.{curve} has a k outside 1..{samples} (the run's samples)"
     return None
 
 
-def _check_groups(groups, where: str, cells: bool = False) -> str | None:
+def _check_groups(groups, where: str, samples: int | None, cells: bool = False) -> str | None:
     """A {name: group} scope: an object of well-formed groups under bounded names (cells: "task/level")."""
     if not isinstance(groups, dict):
         return f"{where} is not an object"
@@ -152,18 +169,19 @@ def _check_groups(groups, where: str, cells: bool = False) -> str | None:
             return f"{where} has a name of {len(name):,} characters (names are at most {MAX_NAME})"
         if cells and "/" not in name:
             return f"{where}.{name} is not named task/level"
-        problem = _check_group(g, f"{where}.{name}")
+        problem = _check_group(g, f"{where}.{name}", samples)
         if problem:
             return problem
     return None
 
 
-def _check_kinds(kinds, where: str) -> str | None:
-    problem = _check_groups({k: b.get("overall") if isinstance(b, dict) else None for k, b in kinds.items()}, where) \
-        if isinstance(kinds, dict) else f"{where} is not an object"
+def _check_kinds(kinds, where: str, samples: int | None) -> str | None:
+    problem = _check_groups({k: b.get("overall") if isinstance(b, dict) else None for k, b in kinds.items()}, where,
+                            samples) if isinstance(kinds, dict) else f"{where} is not an object"
     for kind, block in (kinds.items() if not problem else ()):
         for scope in KIND_SCOPES:
-            problem = problem or _check_groups(block.get(scope), f"{where}.{kind}.{scope}", scope == "task_difficulty")
+            problem = problem or _check_groups(block.get(scope), f"{where}.{kind}.{scope}", samples,
+                                               scope == "task_difficulty")
     return problem
 
 
@@ -176,6 +194,9 @@ def check_results(results) -> str | None:
     metrics = results.get("metrics")
     if not isinstance(metrics, dict):
         return "no 'metrics' object"
+    samples = (results.get("config") or {}).get("samples") if isinstance(results.get("config"), dict) else None
+    if samples is not None and (type(samples) is not int or samples < 1):
+        return f"config.samples is {str(samples)[:40]!r}, not a count of samples"
     for modality, block in metrics.items():
         if not block:
             continue
@@ -189,11 +210,12 @@ def check_results(results) -> str | None:
                 if not isinstance(g, dict) or not all(number(g.get(k)) for k in PROBE_NUMBERS):
                     return f"{where}.{name[:MAX_NAME]} lacks numeric recognition_accuracy and field_f1"
             continue
-        problem = _check_group(block.get("overall"), f"{where}.overall")
+        problem = _check_group(block.get("overall"), f"{where}.overall", samples)
         for scope in GROUP_SCOPES:
-            problem = problem or _check_groups(block.get(scope), f"{where}.{scope}", scope == "task_difficulty")
+            problem = problem or _check_groups(block.get(scope), f"{where}.{scope}", samples,
+                                               scope == "task_difficulty")
         if not problem and "picture_kinds" in block:
-            problem = _check_kinds(block["picture_kinds"], f"{where}.picture_kinds")
+            problem = _check_kinds(block["picture_kinds"], f"{where}.picture_kinds", samples)
         if problem:
             return problem
     probe = results.get("image_probe")

@@ -30,12 +30,13 @@ import numpy as np
 from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, SelfTest, option
 
 from mmnp.errors import UsageError
-from mmnp.registry import get_task
+from mmnp.registry import get_task, list_tasks
 from mmnp.task import Task
 from mmnp.transcribe import transcribe
 
 MAX_DAMAGE = 3  # solver:repair's round-1 answer is damaged in 1..MAX_DAMAGE places
 RANDOM_POOL = 3  # random answers whose parts solver:repair may put into the heuristic's
+OWN_SOLVERS = ("parrot", "repair", "transcribe", "heuristic", "optimal", "planted", "random")  # answered here
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class SolverBackend:
     self_test = SelfTest(target="heuristic")
 
     def __init__(self, solver: str, options: SolverOptions | None = None) -> None:
+        if solver not in OWN_SOLVERS and not any(
+                callable(getattr(task.solver, solver, None)) for task in list_tasks()) or solver.startswith("_"):
+            raise UsageError(f"solver:{solver}: no such solver; try heuristic, optimal, random, trivial or parrot")
         self.solver = solver
         self.name = f"solver:{solver}"
         self.time_limit = (options or SolverOptions()).time_limit

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from mmnp.evaluation.backend import Completion, Emit, Request, Sampling, SelfTest, option
-from mmnp.evaluation.models import load_vllm
+from mmnp.evaluation.models import load_vllm, weights_fingerprint
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class VLLMBackend:
     def __init__(self, path: str, options: VLLMOptions | None = None) -> None:
         o = options or VLLMOptions()
         self.name = f"vllm:{path}"
+        self.weights = weights_fingerprint(path)  # part of the run's identity (`EvalConfig.weights`)
         self.llm = load_vllm(path, gpu_memory_utilization=o.gpu_memory_utilization, max_model_len=o.max_model_len,
                              tensor_parallel_size=o.tensor_parallel_size, dtype=o.dtype)
 

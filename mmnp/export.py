@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 from mmnp.core import Instance, content_hash
 from mmnp.dataset import open_dataset
 from mmnp.errors import DataError, RunError, UsageError
+from mmnp.files import check_new_folder, write_whole_folder
 from mmnp.integrity import NO_IMAGE, Digest, check_content, digest_line, image_name, record_line, validate_manifest
 from mmnp.registry import get_task
 from mmnp.releases import release_of
@@ -149,8 +148,7 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
     options = ExportOptions(split_by, modality, reward, test_fraction)
     FORMATS[format].check(options)
     data, out = Path(data), Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(f"--out {out} exists and is not empty; choose a new folder (mmnp never overwrites your files)")
+    check_new_folder(out)
     dataset = open_dataset(data)
     manifest, identity = dataset.manifest, dataset.identity()
     instances = list(dataset.instances())
@@ -162,31 +160,12 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
     def png(inst: Instance) -> bytes:
         return dataset.image(inst) if inst.image else get_task(inst.task).render(inst)
 
-    counts = _write_whole(out, lambda staging: FORMATS[format].write(staging, instances, png, meta, options))
+    counts = write_whole_folder(out, lambda staging: FORMATS[format].write(staging, instances, png, meta, options))
     summary = {"out": str(out), "format": format, "rows": counts, "benchmark_hash": identity["benchmark_hash"]}
     if push_to_hub:
         push(out, push_to_hub, private)
         summary["pushed_to"] = push_to_hub
     return summary
-
-
-def _write_whole(out: Path, write: Callable[[Path], dict[str, int]]) -> dict[str, int]:
-    """Run `write` on a staging folder beside `out` (new or empty), then rename it to `out`: the
-    export appears whole or not at all."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # mkdtemp's private 0700 would outlive the rename
-    try:
-        counts = write(staging)
-        if out.exists():
-            out.rmdir()  # empty, checked by the caller
-        os.replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return counts
 
 
 def _version() -> str:

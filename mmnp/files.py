@@ -15,8 +15,11 @@ import re
 import socket
 import time
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from mmnp.errors import DataError
+
+T = TypeVar("T")
 
 TEMPORARY = re.compile(r"^\.(?P<name>.+)\.tmp\d+$")  # what `atomic_write` leaves behind when killed mid-write
 
@@ -50,6 +53,62 @@ def remove_temporaries(folder: Path, owns=lambda name: True) -> list[Path]:
             entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed
+
+
+def check_new_folder(out: Path) -> None:
+    """Refuse an --out folder that exists with something in it (or is a file): mmnp writes whole
+    new folders (`write_whole_folder`), never into or over a user's."""
+    from mmnp.errors import UsageError
+
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"--out {out} exists and is not empty; choose a new folder (mmnp never overwrites your files)")
+
+
+def write_whole_folder(out: Path, write: Callable[[Path], T]) -> T:
+    """Run `write` on a staging folder beside `out` (new or empty: `check_new_folder`), then rename
+    it to `out`: the folder appears whole or not at all, and a kill leaves only `.OUT.*` beside it."""
+    import shutil
+    import tempfile
+
+    out = Path(out)
+    check_new_folder(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp's private 0700 would outlive the rename
+    try:
+        result = write(staging)
+        check_new_folder(out)  # made meanwhile by someone else: theirs stays
+        if out.exists():
+            out.rmdir()
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return result
+
+
+MMNP_FILES = ("manifest.json", "results.json", "samples.jsonl", "run.json")  # what an --out never replaces
+
+
+def check_out_file(out: Path, example: str) -> None:
+    """Refuse an --out that is a folder, lies under a file, would replace one of mmnp's own files,
+    or lies inside a dataset folder (whose every file its manifest vouches for): a report or a
+    picture is written beside data, never over it. `example` is a file name to suggest."""
+    from mmnp.errors import UsageError
+
+    out = Path(out)
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a folder; give a file path such as {out / example}")
+    for parent in out.parents:
+        if parent.exists() and not parent.is_dir():
+            raise UsageError(f"--out {out}: {parent} is a file, not a folder; choose another path")
+        if (parent / "manifest.json").is_file():
+            raise UsageError(f"--out {out} lies inside the dataset folder {parent}; choose a path outside it")
+    if out.name in MMNP_FILES:
+        raise UsageError(f"--out {out} would overwrite an mmnp file; choose another name, e.g. {example}")
 
 
 def inside(root: Path, rel: str | Path) -> Path | None:

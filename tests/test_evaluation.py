@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -255,6 +256,73 @@ def test_a_different_dataset_is_refused(small_dataset, tmp_path):
         evaluate(make_backend("solver:heuristic"), instances,
                  EvalConfig("solver:heuristic", ("text",), 1, Sampling(temperature=0.7)), tmp_path,
                  image_loader=loader, dataset=dataset)
+
+
+def test_an_unknown_solver_is_refused_before_anything_is_written(tmp_path):
+    from typer.testing import CliRunner
+
+    from mmnp.cli import app
+
+    result = CliRunner().invoke(app, ["eval", "--model", "solver:nope", "--tasks", "knapsack", "--count", "1",
+                                      "--output-path", str(tmp_path / "results")])
+    assert result.exit_code == 2 and "solver:nope: no such solver" in result.output
+    assert not (tmp_path / "results").exists()  # no run folder the leaderboard would call unfinished
+
+
+class _Counting:
+    """solver:heuristic, counting the samples it is asked for."""
+
+    def __init__(self) -> None:
+        self.inner = make_backend("solver:heuristic")
+        self.name, self.calls = self.inner.name, 0
+
+    def run(self, requests, sampling, emit):
+        self.calls += len(requests)
+        self.inner.run(requests, sampling, emit)
+
+
+def test_stored_samples_are_reused_only_for_their_own_messages(tmp_path):
+    """Samples stored for other instances under the same ids (run.json deleted, as its error line
+    advises when it is damaged) are asked again, never scored as this dataset's."""
+    config = EvalConfig("solver:heuristic", ("text",), 1, Sampling(temperature=0.7))
+    first = select_instances(["knapsack", "tsp"], ["easy"], count=2, seed=0)
+    evaluate(make_backend("solver:heuristic"), first.instances, config, tmp_path, image_loader=first.image,
+             dataset=first.identity)
+    (tmp_path / "solver_heuristic" / "run.json").unlink()
+    other = select_instances(["knapsack", "tsp"], ["easy"], count=2, seed=7)
+    backend, notices = _Counting(), []
+    evaluate(backend, other.instances, config, tmp_path, image_loader=other.image, dataset=other.identity,
+             notice=notices.append)
+    assert backend.calls == 4 and notices and notices[0].startswith("4 stored sample(s)")
+    by_id = {inst.id: inst for inst in other.instances}
+    for r in read_samples(tmp_path / "solver_heuristic" / "samples.jsonl"):
+        assert mmnp.get_task(r["task"]).verify(by_id[r["id"]], r["response"]).feasible
+    backend = _Counting()  # a rerun of the same run reuses every sample
+    evaluate(backend, other.instances, config, tmp_path, image_loader=other.image, dataset=other.identity)
+    assert backend.calls == 0
+
+
+@pytest.mark.parametrize("edit, named", [({"ratio": 5.0}, "records ratio 5.0, but its answer is verified to 1.0"),
+                                         ({"feasible": "yes"}, "records feasible 'yes', but"),
+                                         ({"objective": 1e308}, "records objective 1e+308, but"),
+                                         ({"ratio": None}, "records ratio None, but")])
+def test_an_edited_stored_verdict_is_refused_until_rescored(tmp_path, edit, named):
+    selection = select_instances(["knapsack", "tsp"], ["easy"], count=2, seed=0)
+    config = EvalConfig("solver:heuristic", ("text",), 2, Sampling(temperature=0.7))
+
+    def run(**options):
+        return evaluate(make_backend("solver:heuristic"), selection.instances, config, tmp_path,
+                        image_loader=selection.image, dataset=selection.identity, **options)
+
+    straight = run()
+    log = tmp_path / "solver_heuristic" / "samples.jsonl"
+    lines = log.read_text().splitlines()
+    lines[1] = json.dumps({**json.loads(lines[1]), **edit})
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(mmnp.errors.DataError, match=re.escape(f"{log}: sample ") + ".*" + re.escape(named)):
+        run()
+    assert run(rescore=True)["metrics"] == straight["metrics"]
+    assert run()["metrics"] == straight["metrics"]
 
 
 def test_vllm_is_imported_only_when_used():

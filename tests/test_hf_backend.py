@@ -14,6 +14,7 @@ from mmnp.evaluation.backend import Request, Sampling  # noqa: E402
 from mmnp.evaluation.hf_backend import HFBackend  # noqa: E402
 from mmnp.evaluation.runner import EvalConfig, evaluate  # noqa: E402
 from mmnp.dataset import select_instances  # noqa: E402
+from mmnp.errors import UsageError  # noqa: E402
 
 
 def test_text_model_batched_generation(tiny_text, small_dataset, tmp_path):
@@ -100,3 +101,27 @@ def test_tiny_vlm_processor_needs_no_torchvision_and_names_the_full_processor(ti
     grid = out["image_grid_thw"][0]
     assert (out["input_ids"][0] == processor.image_token_id).sum() == int(grid.prod()) // 4  # 2x2 merge
     assert out["pixel_values"].shape[0] == int(grid.prod())
+
+
+def test_other_weights_under_the_same_path_are_refused_on_resume(tiny_text, tmp_path):
+    """A resumed run whose model folder now holds other weights (a retrained checkpoint) would score
+    two models' samples as one: refused, naming the weights."""
+    import shutil
+
+    from mmnp.trainers.tiny_model import write_tiny_model
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_text, model)
+    selection = select_instances("knapsack", ["easy"], count=1)
+
+    def run(samples: int) -> dict:
+        config = EvalConfig(f"hf:{model}", ("text",), samples, Sampling(temperature=0.8, max_tokens=4))
+        return evaluate(HFBackend(str(model), batch_size=2, device="cpu"), selection.instances, config,
+                        tmp_path / "out", image_loader=selection.image, dataset=selection.identity)
+
+    run(1)
+    run(2)  # the same weights: resumed
+    write_tiny_model(tmp_path / "other", seed=1)
+    shutil.copy(tmp_path / "other" / "model.safetensors", model / "model.safetensors")
+    with pytest.raises(UsageError, match="different settings.*weights"):
+        run(3)

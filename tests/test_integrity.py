@@ -531,3 +531,18 @@ def test_instance_ids_round_trip_and_bad_ids_are_usage_errors(pristine):
         with pytest.raises(UsageError, match="not an instance id"):
             parse_instance_id(bad)
     assert LOG.startswith(".")
+
+
+def test_show_never_writes_over_a_dataset(data, tmp_path):
+    """`mmnp show --out` into a dataset folder (its manifest, a shard, a picture) would break what the
+    manifest vouches for: refused, as is a folder; beside the data it writes."""
+    d = data
+    before = _tree(d)
+    for out, said in ((d / "manifest.json", "lies inside the dataset folder"),
+                      (d / "tsp" / "images" / "tsp-easy-0000.png", "lies inside the dataset folder"),
+                      (d, "is a folder")):
+        result = runner.invoke(app, ["show", "--data", str(d), "--id", "tsp-easy-0000", "--out", str(out)])
+        assert result.exit_code == 2 and said in result.output, result.output
+    assert _tree(d) == before
+    _cli("show", "--data", str(d), "--id", "tsp-easy-0000", "--out", str(tmp_path / "shown.png"))
+    assert (tmp_path / "shown.png").read_bytes().startswith(b"\x89PNG")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -277,10 +278,14 @@ def test_older_results_are_read_and_marked(results_dir, tmp_path):
     sections = _sections(md)
     benchmark = _results(older)["dataset"]["benchmark_hash"]
     known = sections[f"dataset benchmark hash {benchmark}"]
-    assert {r["model"] for r in _table(known, "Leaderboard")} == {"solver:heuristic", "solver:random"}
+    rows = _table(known, "Leaderboard")
+    assert {r["model"] for r in rows if r["modality"] == "text"} == {"solver:heuristic", "solver:random"}
+    unrecorded = "(image delivery not recorded (an older mmnp, or an edited results.json))"  # no probe, no clean mark
+    assert {r["model"] for r in rows if r["modality"] == "image"} == {f"solver:heuristic {unrecorded}",
+                                                                     f"solver:random {unrecorded}"}
     assert "Note: written by an older mmnp that did not record whether the data was checked" in known
     unknown = sections["unknown dataset (its results.json records no benchmark hash)"]
-    assert {r["model"] for r in _table(unknown, "Leaderboard")} == {"solver:random"}
+    assert {r["model"] for r in _table(unknown, "Leaderboard") if r["modality"] == "text"} == {"solver:random"}
     task_row = next(r for r in _table(known, "By task") if r["model"] == "solver:random" and r["task"] == "tsp")
     assert task_row["QR"].endswith(" ± n/a")  # no standard error recorded: none invented
 
@@ -615,3 +620,61 @@ def test_markdown_shows_html_as_text(results_dir, tmp_path):
     by_task = _table(md, "By task")
     assert any(r["model"].startswith("&lt;img src=x") for r in by_task)
     assert all(line.count("|") >= 3 for line in md.splitlines() if line.startswith("| "))  # no row broken in two
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda r: r["metrics"]["text"]["overall"].update(sr=1.7), "metrics.text.overall.sr is '1.7', not a share in [0, 1]"),
+    (lambda r: r["metrics"]["text"]["overall"].update(qr=-3), "metrics.text.overall.qr is -3, below 0"),
+    (lambda r: r["metrics"]["text"]["tasks"]["tsp"].update(instances=-4), "metrics.text.tasks.tsp.instances is -4"),
+    (lambda r: r["metrics"]["image"]["overall"]["pass_at_k"].update({"7": 1.0}),
+     "metrics.image.overall.pass_at_k has a k outside 1..3"),
+    (lambda r: r["metrics"]["text"]["overall"].update(distinct=4.0), "distinct is 4.0, more than the run's 3 samples"),
+])
+def test_impossible_figures_are_refused_never_ranked(results_dir, tmp_path, edit, named):
+    bad = _variant(results_dir / "solver_random", tmp_path, "bad", edit)
+    with pytest.raises(DataError, match=re.escape(named)):
+        make_leaderboard([bad])
+
+
+def test_a_category_a_run_lacks_is_no_bar_at_zero(results_dir, tmp_path, monkeypatch):
+    """In a mixed board a run without a category has no bar there (a bar at 0 reads as a measured failure)."""
+    from matplotlib.axes import Axes
+
+    bars, real = [], Axes.bar
+
+    def bar(self, x, height, *args, **kwargs):
+        bars.append((kwargs.get("label"), list(height)))
+        return real(self, x, height, *args, **kwargs)
+
+    def graph_only(r):
+        r["model"] = "graph-only"
+        for block in r["metrics"].values():
+            block["categories"] = {"graph": block["categories"]["graph"]}
+
+    partial = _variant(results_dir / "solver_heuristic", tmp_path, "partial", graph_only)
+    monkeypatch.setattr(Axes, "bar", bar)
+    render_html(collect([partial, results_dir / "solver_random"]), browser_samples=0)
+    from mmnp.core import CATEGORIES
+
+    graph = CATEGORIES.index("graph")
+    drawn = [heights for label, heights in bars  # the category plot's bars: each category, then overall
+             if label and label.startswith("graph-only") and len(heights) == len(CATEGORIES) + 1]
+    assert len(drawn) == 4, bars  # SR and QR, text and image
+    for heights in drawn:
+        assert heights[graph] > 0 and heights[-1] > 0
+        assert all(math.isnan(h) for i, h in enumerate(heights[:-1]) if i != graph), heights
+
+
+def test_the_sample_browser_shows_only_the_instances_a_run_answered(tmp_path):
+    data, out = tmp_path / "data", tmp_path / "results"
+    generate = ["generate", "--tasks", "knapsack", "--difficulty", "easy", "--count", "2", "--no-optimal",
+                "--out", str(data)]
+    assert runner.invoke(app, [*generate, "--seed", "0"]).exit_code == 0
+    evaluated = runner.invoke(app, ["eval", "--model", "solver:heuristic", "--data", str(data), "--difficulty", "easy",
+                                    "--output-path", str(out)])
+    assert evaluated.exit_code == 0, evaluated.output
+    page = render_html(collect([out]), browser_samples=2)
+    assert page.count('alt="instance"') == 2 and "has changed since the run" not in page
+    assert runner.invoke(app, [*generate, "--seed", "5", "--overwrite"]).exit_code == 0  # other instances, same ids
+    page = render_html(collect([out]), browser_samples=2)
+    assert 'alt="instance"' not in page and "has changed since the run" in page
