@@ -173,6 +173,93 @@ def test_progrpo_lowers_the_advantage_of_over_confident_correct_answers():
     assert torch.equal(progrpo_advantages(group_advantages(zero), prompt_c, answer_c, zero), group_advantages(zero))
 
 
+@pytest.fixture(scope="module")
+def cold_model(tmp_path_factory):
+    """A tiny text model with no warm start: enough where only its forward matters."""
+    from mmnp.trainers.tiny_model import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("cold") / "text", warm_steps=0)
+
+
+def test_progrpo_prompt_confidence_is_the_prompts_own_whatever_its_batch(cold_model, tmp_path):
+    """c(q) through the trainer equals c(q) of the prompt written out alone (its tokens 1..n-1,
+    each from its real prefix), whether the prompt is alone or left-padded beside a longer one."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from mmnp.trainers.algorithms import get_algorithm
+    from mmnp.trainers.data import to_rows, training_instances
+    from mmnp.trainers.rewards import quality_reward
+
+    trainer_class = get_algorithm("progrpo")
+    args = trainer_class.config_class(output_dir=str(tmp_path), use_cpu=True, report_to="none", bf16=False,
+                                      num_generations=2, per_device_train_batch_size=2, max_completion_length=4,
+                                      progrpo_fraction=0.2)
+    tok = AutoTokenizer.from_pretrained(cold_model, padding_side="left")
+    data = Dataset.from_list(to_rows(training_instances("knapsack", ["easy"], 1, seed=5, params={"n": 4})))
+    trainer = trainer_class(model=str(cold_model), reward_funcs=[quality_reward], args=args, train_dataset=data,
+                            processing_class=tok)
+    model = AutoModelForCausalLM.from_pretrained(cold_model)
+
+    def chat(text):
+        return tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False)
+
+    def by_hand(text):  # the prompt alone, no padding, no mask
+        ids = tok(text, return_tensors="pt", add_special_tokens=False).input_ids
+        with torch.no_grad():
+            logps = torch.log_softmax(model(input_ids=ids).logits[:, :-1].float(), -1)
+        return confidence(logps.gather(-1, ids[:, 1:, None]).squeeze(-1), torch.ones(1, ids.size(1) - 1), 0.2)[0]
+
+    def through_trainer(texts):
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = {"prompt_ids": enc.input_ids, "prompt_mask": enc.attention_mask}
+        return trainer.prompt_confidence(batch, torch.arange(len(texts)))
+
+    longest = chat("Pick items from this long list of many items. Answer: [0, 1, 2] " * 3)
+    for words in (1, 4):
+        short = chat(" ".join(["items"] * words))
+        alone, padded = through_trainer([short]), through_trainer([short, longest])
+        assert padded[0].item() == pytest.approx(by_hand(short).item(), rel=1e-4)
+        assert alone[0].item() == pytest.approx(by_hand(short).item(), rel=1e-4)
+        assert padded[1].item() == pytest.approx(by_hand(longest).item(), rel=1e-4)
+
+
+BAD_OPTIONS = [
+    ("progrpo", "progrpo_fraction", 2.0), ("progrpo", "progrpo_fraction", 0.0),
+    ("progrpo", "progrpo_fraction", -0.5), ("progrpo", "progrpo_alpha", float("nan")),
+    ("progrpo", "progrpo_alpha", float("inf")),
+    ("flowrl", "flowrl_w_max", -1.0), ("flowrl", "flowrl_w_max", 0.0), ("flowrl", "logz_hidden", 0),
+    ("flowrl", "logz_learning_rate", -1.0), ("flowrl", "logz_learning_rate", float("nan")),
+    ("flowrl", "flowrl_beta", -15.0), ("flowrl", "flowrl_beta", float("nan")),
+    ("disa", "disa_w_max", -1.0), ("disa", "disa_w_max", float("nan")), ("dmpo", "dmpo_lambda", float("inf")),
+]
+
+
+@pytest.mark.parametrize("algo, name, value", BAD_OPTIONS)
+def test_algorithm_options_out_of_range_are_one_line_naming_the_flag(algo, name, value, tmp_path):
+    from mmnp.trainers.algorithms import get_algorithm
+
+    config_class = get_algorithm(algo).config_class
+    common = dict(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    config_class(**common)  # the defaults are valid
+    with pytest.raises(UsageError) as caught:
+        config_class(**common, **{name: value})
+    message = str(caught.value)
+    assert message.startswith(f"--{name.replace('_', '-')} {value}") and "\n" not in message, message
+
+
+@pytest.mark.parametrize("algo, name, value", [("progrpo", "progrpo_fraction", 1.0), ("progrpo", "progrpo_alpha", 0.0),
+                                               ("flowrl", "flowrl_beta", 0.0), ("flowrl", "logz_hidden", 1),
+                                               ("flowrl", "logz_learning_rate", 0.0),
+                                               ("dmpo", "dmpo_lambda", 0.0)])
+def test_algorithm_options_at_the_edge_of_their_range_are_accepted(algo, name, value, tmp_path):
+    from mmnp.trainers.algorithms import get_algorithm
+
+    config = get_algorithm(algo).config_class(output_dir=str(tmp_path), use_cpu=True, report_to="none",
+                                              **{name: value})
+    assert getattr(config, name) == value
+
+
 def test_flowrl_loss_by_hand():
     loss, delta = flowrl_loss(torch.tensor([1.0]), torch.tensor([-0.5]), torch.tensor([-0.7]), torch.tensor([0.2]),
                               torch.tensor([3.0]), beta=15.0, w_max=10.0)

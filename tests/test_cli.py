@@ -200,3 +200,146 @@ def test_data_that_is_not_a_dataset_is_one_line(small_dataset, tmp_path):
     assert "no such folder" in run("owner/name", base=True)  # no hf extra: not a Hub id, a typo
     assert "needs the hf extra: pip install 'mmnp[hf]'" in run(str(export), base=True)
     assert "needs the hf extra" in run("hf://owner/name", base=True)
+
+
+# -- mmnp train: settings checked before anything loads, resuming only the same run -------------------
+
+@pytest.fixture(scope="module")
+def cold_model(tmp_path_factory):
+    """A tiny text model with no warm start (seconds to build): enough to train a step."""
+    pytest.importorskip("trl", reason="training needs the train extra")
+    from mmnp.trainers.tiny_model import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("cold") / "text", warm_steps=0)
+
+
+def _train(model, out, *extra: str, steps: int = 1, count: int = 2):
+    args = ["train", "--model", str(model), "--tasks", "knapsack", "--difficulty", "easy", "--count", str(count),
+            "--params", "n=4", "--num-generations", "2", "--per-device-train-batch-size", "2",
+            "--max-completion-length", "4", "--report-to", "none", "--max-steps", str(steps), "--output-dir",
+            str(out), *extra]
+    return runner.invoke(app, args)
+
+
+def _loss_steps(out) -> list[int]:
+    import csv
+
+    with open(out / "metrics.csv", newline="") as f:
+        return [int(float(r["step"])) for r in csv.DictReader(f) if r.get("loss")]
+
+
+def _column(out, name: str) -> list[str]:
+    import csv
+
+    with open(out / "metrics.csv", newline="") as f:
+        return [r[name] for r in csv.DictReader(f)]
+
+
+def _one_line(result) -> str:
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_train_resumes_only_a_checkpoint_of_the_same_run(cold_model, tmp_path):
+    """Another algorithm, option or model in the folder of a run with checkpoints: one line naming
+    the folder, what differs and what to do, exit 2. The same run (its model by another path, more
+    steps) resumes, training only the missing step."""
+    out = tmp_path / "run"
+    first = _train(cold_model, out)
+    assert first.exit_code == 0, first.output
+    for extra, words in ((["--algo", "dmpo"], ["algo 'grpo' -> 'dmpo'"]),
+                         (["--beta", "0.1"], ["beta 0.0 -> 0.1"]),
+                         (["--algo", "progrpo", "--progrpo-alpha", "0.3"], ["algo", "progrpo_alpha"]),
+                         (["--seed", "7"], ["seed 1 -> 7"])):
+        line = _one_line(_train(cold_model, out, *extra, steps=2))
+        assert str(out) in line and "--output-dir" in line and all(w in line for w in words), line
+    elsewhere = tmp_path / "copy"
+    (elsewhere).mkdir()
+    for f in cold_model.iterdir():
+        (elsewhere / f.name).write_bytes(f.read_bytes())
+    line = _one_line(_train(elsewhere, out, steps=2))  # equal files, another folder: another model
+    assert "model" in line and str(elsewhere) in line, line
+    link = tmp_path / "link"
+    link.symlink_to(cold_model)
+    again = _train(link, out, "--save-steps", "5", steps=2)  # how often it saves may change
+    assert again.exit_code == 0, again.output
+    assert _loss_steps(out) == [1, 2]
+    assert all(step.isdigit() for step in _column(out, "step")), "steps stay integers through a resume"
+    assert json.loads((out / "mmnp_run.json").read_text())["algo"] == "grpo"
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_rerunning_a_finished_run_keeps_its_metrics_and_weights(cold_model, tmp_path, count):
+    """A run whose last checkpoint reached --max-steps trains nothing more: metrics.csv keeps
+    every step's row and the saved weights are the run's own. With 2 prompts (one a step) the
+    checkpoint closes the data's epoch, and transformers trains nothing, but its end-of-training
+    log dropped the last step's rows; with 4 it is mid-epoch, and transformers trains one step
+    past --max-steps."""
+    out = tmp_path / "run"
+    assert _train(cold_model, out, steps=2, count=count).exit_code == 0
+    weights = (out / "model.safetensors").read_bytes()
+    rows = (out / "metrics.csv").read_text()
+    again = _train(cold_model, out, steps=2, count=count)
+    assert again.exit_code == 0, again.output
+    assert _loss_steps(out) == [1, 2]
+    assert (out / "metrics.csv").read_text() == rows
+    assert (out / "model.safetensors").read_bytes() == weights
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2"]  # no step past --max-steps
+
+
+def test_train_loss_type_and_group_divisibility_are_one_line_before_the_model(tmp_path):
+    pytest.importorskip("trl", reason="training needs the train extra")
+    from mmnp.trainers.spec import LOSS_TYPES
+
+    missing = str(tmp_path / "no-such-model")
+    line = _one_line(_train(missing, tmp_path / "a", "--loss-type", "foo"))
+    assert "--loss-type 'foo'" in line and all(t in line for t in LOSS_TYPES) and "no-such-model" not in line
+    line = _one_line(runner.invoke(app, ["train", "--model", missing, "--num-generations", "3",
+                                         "--per-device-train-batch-size", "8", "--output-dir", str(tmp_path / "b")]))
+    assert "--num-generations 3" in line and "8" in line and "no-such-model" not in line, line
+    line = _one_line(runner.invoke(app, ["train", "--model", missing, "--algo", "progrpo", "--progrpo-fraction", "2",
+                                         "--output-dir", str(tmp_path / "c")]))
+    assert "--progrpo-fraction 2.0: must be in (0, 1]" in line and "no-such-model" not in line, line
+
+
+@pytest.mark.parametrize("batch, steps, accumulation, generations", [
+    (8, None, 1, 8), (8, None, 1, 3), (8, None, 1, 4), (2, 2, 1, 4), (2, None, 2, 4), (2, None, 3, 4), (6, None, 1, 4),
+    (4, 3, 1, 6), (3, None, 1, 2)])
+def test_train_group_divisibility_is_trls_rule(batch, steps, accumulation, generations, tmp_path):
+    """validate() refuses exactly the batch settings TRL's GRPOConfig refuses."""
+    pytest.importorskip("trl", reason="training needs the train extra")
+    from trl import GRPOConfig
+
+    from mmnp.errors import UsageError
+    from mmnp.trainers.spec import TrainSpec
+
+    settings = dict(per_device_train_batch_size=batch, steps_per_generation=steps,
+                    gradient_accumulation_steps=accumulation, num_generations=generations)
+    try:
+        GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **settings)
+        trl_accepts = True
+    except ValueError as e:
+        assert "num_generations" in str(e)
+        trl_accepts = False
+    spec = TrainSpec(model="m", **settings)
+    if trl_accepts:
+        spec.validate()
+    else:
+        with pytest.raises(UsageError, match=f"--num-generations {generations}"):
+            spec.validate()
+
+
+def test_loss_types_are_those_trl_names():
+    """TRL keeps its loss types in GRPOConfig.loss_type's help only; mmnp's list must match it."""
+    pytest.importorskip("trl", reason="training needs the train extra")
+    import dataclasses
+    import re
+
+    from trl import GRPOConfig
+
+    from mmnp.trainers.spec import LOSS_TYPES
+
+    help_text = next(f for f in dataclasses.fields(GRPOConfig) if f.name == "loss_type").metadata["help"]
+    named = re.search(r"Supported values are (.*?)\. ", help_text).group(1)
+    assert set(re.findall(r"'(\w+)'", named)) == set(LOSS_TYPES)

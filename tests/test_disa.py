@@ -132,3 +132,119 @@ def test_vllm_proposals_need_vllm(tiny_text, tmp_path):
         estimate(spec, tmp_path)
     with pytest.raises(ValueError, match="--engine 'tgi'"):
         estimate(EstimateSpec(ref="x", proposal="x", engine="tgi"), tmp_path / "other")
+
+
+@pytest.mark.parametrize("bad, flag", [({"beta": -15.0}, "--beta -15.0"), ({"beta": float("nan")}, "--beta nan"),
+                                       ({"beta": float("inf")}, "--beta inf"), ({"max_tokens": 0}, "--max-tokens 0"),
+                                       ({"samples": 0}, "--samples 0"), ({"prompts": 0}, "--prompts 0")])
+def test_estimate_settings_out_of_range_are_one_line_before_any_model_loads(bad, flag, tmp_path):
+    from mmnp.errors import UsageError
+    from mmnp.trainers.disa.estimate import EstimateSpec, estimate
+
+    EstimateSpec(ref="x", proposal="x", beta=0.0).validate()  # beta 0: the reference itself, a valid target
+    with pytest.raises(UsageError) as caught:
+        estimate(EstimateSpec(ref=str(tmp_path / "no-such-model"), proposal="x", **bad), tmp_path / "out")
+    assert str(caught.value).startswith(flag) and "\n" not in str(caught.value)
+    assert not (tmp_path / "out").exists(), "refused before anything is written or loaded"
+
+
+def _anchor_config(folder, estimate: dict):
+    """An anchor folder's regressor.json, all the reference check reads."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "regressor.json").write_text(json.dumps({"estimate": estimate}))
+    return folder
+
+
+def test_disa_trains_only_the_reference_model_its_anchor_was_estimated_with(tmp_path, monkeypatch):
+    """The same folder by any path (relative, absolute, through a link) passes; another folder,
+    or a hub id where a folder was used, is one line naming the reference; hub ids by name."""
+    from mmnp.errors import UsageError
+    from mmnp.trainers.algorithms.disa import check_reference
+
+    ref = tmp_path / "models" / "ref"
+    ref.mkdir(parents=True)
+    other = tmp_path / "models" / "other"
+    other.mkdir()
+    (tmp_path / "link").symlink_to(ref)
+    anchor = _anchor_config(tmp_path / "logz", {"ref": str(ref)})
+    monkeypatch.chdir(tmp_path)
+    for same in (str(ref), "models/ref", "./models/../models/ref", "link", str(tmp_path / "link") + "/"):
+        check_reference(same, str(anchor))
+    for wrong in (str(other), "models/other", "Qwen/Qwen2.5-0.5B"):
+        with pytest.raises(UsageError) as caught:
+            check_reference(wrong, str(anchor))
+        message = str(caught.value)
+        assert "\n" not in message and str(ref) in message and wrong in message, message
+    hub = _anchor_config(tmp_path / "hub", {"ref": "org/model"})
+    check_reference("org/model", str(hub))
+    for wrong in ("org/other", str(ref)):
+        with pytest.raises(UsageError, match="org/model"):
+            check_reference(wrong, str(hub))
+    with pytest.raises(UsageError, match="mmnp disa fit"):
+        check_reference(str(ref), str(tmp_path / "unfitted"))
+    unnamed = _anchor_config(tmp_path / "unnamed", {"reward": "quality"})  # not from `mmnp disa estimate`
+    with pytest.raises(UsageError, match="names no reference model"):
+        check_reference(str(other), str(unnamed))
+
+
+def test_estimate_records_its_reference_folder_so_a_relative_path_still_names_it(tmp_path, monkeypatch):
+    """`--ref` given relative to where `disa estimate` ran: estimate.json keeps the folder it
+    resolved to, and training from elsewhere, by an absolute path, is checked against it."""
+    from mmnp.errors import UsageError
+    from mmnp.trainers.algorithms.disa import check_reference
+    from mmnp.trainers.disa.estimate import EstimateSpec, estimate
+    from mmnp.trainers.tiny_model import write_tiny_model
+
+    model = write_tiny_model(tmp_path / "work" / "tiny", warm_steps=0)
+    monkeypatch.chdir(tmp_path / "work")
+    estimate(EstimateSpec(ref="tiny", proposal="tiny", tasks="knapsack", difficulty="easy", prompts=1, samples=1,
+                          max_tokens=2), tmp_path / "logz")
+    recorded = json.loads((tmp_path / "logz" / "estimate.json").read_text())
+    assert recorded["ref"] == "tiny" and recorded["ref_path"] == str(model.resolve())
+    estimate(EstimateSpec(ref="tiny", proposal="tiny", tasks="knapsack", difficulty="easy", prompts=1, samples=1,
+                          max_tokens=2), tmp_path / "logz")  # the record does not stop it resuming
+    anchor = _anchor_config(tmp_path / "anchor", recorded)
+    monkeypatch.chdir(tmp_path)  # "tiny" names nothing here
+    check_reference(str(model), str(anchor))
+    with pytest.raises(UsageError):
+        check_reference(str(tmp_path), str(anchor))
+
+
+def test_disa_trains_from_its_reference_by_any_path_and_refuses_another_model(tiny_text_cold, tmp_path):
+    """Through `mmnp train`, with an anchor estimated and fitted on one tiny model: another model
+    (same architecture, other weights) is one line naming the reference, exit 2; the reference
+    itself, through a link, trains."""
+    from typer.testing import CliRunner
+
+    from mmnp.cli import app
+    from mmnp.trainers.disa.anchor import fit
+    from mmnp.trainers.disa.estimate import EstimateSpec, estimate
+    from mmnp.trainers.tiny_model import write_tiny_model
+
+    logz = tmp_path / "logz"
+    estimate(EstimateSpec(ref=str(tiny_text_cold), proposal=str(tiny_text_cold), tasks="knapsack", difficulty="easy",
+                          prompts=6, samples=2, max_tokens=4), logz)
+    fit(logz, epochs=20)
+    other = write_tiny_model(tmp_path / "other", seed=1, warm_steps=0)
+    (tmp_path / "link").symlink_to(tiny_text_cold)
+
+    def train(model, out):
+        return CliRunner().invoke(app, [
+            "train", "--algo", "disa", "--logz", str(logz), "--model", str(model), "--tasks", "knapsack",
+            "--difficulty", "easy", "--count", "2", "--params", "n=4", "--max-steps", "1", "--num-generations", "2",
+            "--per-device-train-batch-size", "2", "--max-completion-length", "4", "--report-to", "none",
+            "--output-dir", str(tmp_path / out)])
+
+    refused = train(other, "refused")
+    lines = [line for line in refused.output.splitlines() if line.strip()]
+    assert refused.exit_code == 2 and len(lines) == 1, refused.output
+    assert str(tiny_text_cold) in lines[0] and str(other) in lines[0], lines[0]
+    trained = train(tmp_path / "link", "trained")
+    assert trained.exit_code == 0, trained.output
+
+
+@pytest.fixture(scope="module")
+def tiny_text_cold(tmp_path_factory):
+    from mmnp.trainers.tiny_model import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("cold") / "text", warm_steps=0)

@@ -180,3 +180,43 @@ def test_config_values_are_typed_and_checked_before_anything_loads(tmp_path):
         lines = [line for line in result.output.splitlines() if line.strip()]
         assert len(lines) == 1 and all(w in lines[0] for w in words), (body, result.output)
         assert "no-such-model" not in result.output, "the model must not be touched"
+
+
+def test_tiny_model_and_sft_never_write_into_a_users_folder(tiny_text, tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "config.json").write_text('{"mine": true}')
+    made = CliRunner().invoke(app, ["tiny-model", "--out", str(mine), "--warm-steps", "0"])
+    assert made.exit_code == 2 and "exists and is not empty" in made.output, made.output
+    tuned = CliRunner().invoke(app, ["sft", "--model", str(tiny_text), "--out", str(mine), "--tasks", "knapsack",
+                                     "--difficulty", "easy", "--count", "2", "--max-steps", "1"])
+    assert tuned.exit_code == 2 and "exists and is not empty" in tuned.output, tuned.output
+    assert [p.name for p in tmp_path.iterdir()] == ["mine"]  # no staging folder left beside it
+    assert [p.name for p in mine.iterdir()] == ["config.json"] and (mine / "config.json").read_text() == '{"mine": true}'
+    made = CliRunner().invoke(app, ["tiny-model", "--out", str(tmp_path / "new"), "--warm-steps", "0"])
+    assert made.exit_code == 0 and (tmp_path / "new" / "model.safetensors").is_file(), made.output
+
+
+def test_metrics_csv_is_never_left_half_written(tmp_path, monkeypatch):
+    """A kill while metrics.csv is rewritten (each log rewrites it) leaves the previous rows, which a
+    resumed run reads back, not a truncated file."""
+    from types import SimpleNamespace
+
+    from mmnp.trainers.train import MetricsLog
+
+    log = MetricsLog(str(tmp_path))
+    state = SimpleNamespace(is_world_process_zero=True, global_step=0)
+    for step in (1, 2, 3):
+        state.global_step = step
+        log.on_log(None, state, None, logs={"loss": 0.5 * step, "reward": float(step)})
+    before = (tmp_path / "metrics.csv").read_text()
+
+    def killed(self, rows):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(csv.DictWriter, "writerows", killed)
+    state.global_step = 4
+    with pytest.raises(KeyboardInterrupt):
+        log.on_log(None, state, None, logs={"loss": 2.0, "reward": 4.0})
+    assert (tmp_path / "metrics.csv").read_text() == before
+    assert [r["step"] for r in MetricsLog(str(tmp_path)).rows] == [1, 2, 3]

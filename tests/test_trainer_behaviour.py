@@ -177,10 +177,14 @@ def test_progrpo_shifts_trl_advantages_by_the_confidence_gap_on_correct_answers_
     assert correct.any() and (~correct).any(), "needs correct and incorrect answers"
 
     model = AutoModelForCausalLM.from_pretrained(tiny_text)
-    with torch.no_grad():
-        logits = model(input_ids=batch["prompt_ids"], attention_mask=batch["prompt_mask"]).logits[:, :-1].float()
-    prompt_logps = torch.log_softmax(logits, -1).gather(-1, batch["prompt_ids"][:, 1:, None]).squeeze(-1)
-    prompt_c = confidence(prompt_logps, batch["prompt_mask"][:, 1:], 0.2)
+
+    def alone(ids):  # c(q) of the prompt by itself: no padding, tokens 1..n-1 from their real prefixes
+        with torch.no_grad():
+            logits = model(input_ids=ids[None]).logits[:, :-1].float()
+        logps = torch.log_softmax(logits, -1).gather(-1, ids[None, 1:, None]).squeeze(-1)
+        return confidence(logps, torch.ones_like(logps), 0.2)[0]
+
+    prompt_c = torch.stack([alone(ids[mask.bool()]) for ids, mask in zip(batch["prompt_ids"], batch["prompt_mask"])])
     answer_c = confidence(_completion_logps(model, batch), batch["completion_mask"], 0.2)
     expected = torch.where(correct, 0.3 * (prompt_c - answer_c), torch.zeros_like(prompt_c))
     applied = batch["advantages"] - before
@@ -263,7 +267,7 @@ def _anchor_folder(tmp_path, model_dir, value: float):
     torch.save(anchor.state_dict(), folder / REGRESSOR)
     (folder / REGRESSOR_CONFIG).write_text(json.dumps({
         "width": hidden + len(tasks) + 3, "hidden": 4, "size_tasks": tasks,
-        "estimate": {"beta": 2.0, "reward": "quality", "loglik": "sum"}}))
+        "estimate": {"beta": 2.0, "reward": "quality", "loglik": "sum", "ref": str(model_dir)}}))
     return folder
 
 

@@ -10,6 +10,7 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
 from mmnp.errors import UsageError
+from mmnp.files import atomic_write
 from mmnp.trainers.curriculum import LIVE, Curriculum
 
 
@@ -47,8 +48,10 @@ class CurriculumCallback(TrainerCallback, ExportableState):
                              "config (a shuffle buffer would draw ~1000 instances ahead of the levels)")
         path = Path(args.output_dir) / "curriculum.jsonl"
         if path.exists() and state.is_world_process_zero:  # a resumed run redoes the steps after its checkpoint
-            kept = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= state.global_step]
-            path.write_text("".join(line + "\n" for line in kept))
+            raw = path.read_text()
+            lines = raw.splitlines() if raw.endswith("\n") else raw.splitlines()[:-1]  # a kill can cut the last
+            kept = [line for line in lines if json.loads(line)["step"] <= state.global_step]
+            atomic_write(path, "".join(line + "\n" for line in kept))
 
     def on_step_end(self, args, state, control, **kwargs):
         self._sync()

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mmnp.errors import UsageError
+from mmnp.files import check_new_folder, write_whole_folder
 
 
 @dataclass
@@ -46,6 +47,7 @@ def sft(spec: SFTSpec) -> Path:
     from mmnp.trainers.data import parse_params, train_dataset
 
     spec.validate()
+    check_new_folder(Path(spec.out))  # before anything loads; the model then appears whole (`write_whole_folder`)
     vision = getattr(AutoConfig.from_pretrained(spec.model), "vision_config", None) is not None
     if spec.modality == "image" and not vision:
         raise UsageError(f"{spec.model} has no vision tower: distil it with --modality text")
@@ -55,16 +57,20 @@ def sft(spec: SFTSpec) -> Path:
     if not vision:
         dataset = dataset.remove_columns([c for c in dataset.column_names if c not in ("prompt", "completion")])
     gpu = torch.cuda.is_available()
-    config = SFTConfig(output_dir=spec.out, max_steps=spec.max_steps, per_device_train_batch_size=spec.batch_size,
-                       learning_rate=spec.learning_rate, max_length=spec.max_length, seed=spec.seed,
-                       report_to=spec.report_to, save_strategy="no", logging_steps=10, use_cpu=not gpu,
-                       bf16=bool(gpu and torch.cuda.is_bf16_supported()), completion_only_loss=True,
-                       lr_scheduler_type="cosine", warmup_steps=min(10, spec.max_steps // 10),
-                       remove_unused_columns=not vision, dataset_kwargs={"skip_prepare_dataset": False})
-    trainer = SFTTrainer(model=spec.model, args=config, train_dataset=dataset, processing_class=processing)
-    trainer.train()
+
+    def train_into(folder: Path) -> None:
+        config = SFTConfig(output_dir=str(folder), max_steps=spec.max_steps, per_device_train_batch_size=spec.batch_size,
+                           learning_rate=spec.learning_rate, max_length=spec.max_length, seed=spec.seed,
+                           report_to=spec.report_to, save_strategy="no", logging_steps=10, use_cpu=not gpu,
+                           bf16=bool(gpu and torch.cuda.is_bf16_supported()), completion_only_loss=True,
+                           lr_scheduler_type="cosine", warmup_steps=min(10, spec.max_steps // 10),
+                           remove_unused_columns=not vision, dataset_kwargs={"skip_prepare_dataset": False})
+        trainer = SFTTrainer(model=spec.model, args=config, train_dataset=dataset, processing_class=processing)
+        trainer.train()
+        trainer.save_model(str(folder))
+        processing.save_pretrained(str(folder))
+        (folder / "mmnp_sft.json").write_text(json.dumps(asdict(spec), indent=1))
+
     out = Path(spec.out)
-    trainer.save_model(str(out))
-    processing.save_pretrained(str(out))
-    (out / "mmnp_sft.json").write_text(json.dumps(asdict(spec), indent=1))
+    write_whole_folder(out, train_into)
     return out

@@ -7,6 +7,7 @@ torch, so `mmnp --help` works on the base install."""
 
 from __future__ import annotations
 
+import os
 import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -118,6 +119,44 @@ class TrainSpec(CurriculumSpec):
             raise UsageError("--algo disa needs --logz DIR from `mmnp disa fit`")
         if curriculum_spec(self) is not None and self.data is not None:
             raise UsageError("--curriculum generates its instances level by level; drop --data")
+        if self.loss_type not in LOSS_TYPES:
+            raise UsageError(f"--loss-type {self.loss_type!r}: choose one of {', '.join(LOSS_TYPES)} (TRL's)")
+        self._check_generation_batch()
+
+    def _check_generation_batch(self) -> None:
+        """TRL's rule (GRPOConfig.__post_init__): the generation batch, per_device_train_batch_size x
+        processes x steps_per_generation (default: gradient_accumulation_steps), holds whole groups,
+        so num_generations divides it. The processes are the launcher's WORLD_SIZE (1 without one)."""
+        steps = self.steps_per_generation or self.gradient_accumulation_steps
+        processes = int(os.environ.get("WORLD_SIZE") or 1)
+        batch = self.per_device_train_batch_size * processes * steps
+        if batch % self.num_generations:
+            spread = f" x {processes} processes" if processes > 1 else ""
+            raise UsageError(f"--num-generations {self.num_generations} must divide the generation batch "
+                             f"(whole groups): --per-device-train-batch-size {self.per_device_train_batch_size}{spread}"
+                             f" x steps per generation {steps} = {batch} completions; make it a multiple of "
+                             f"{self.num_generations}")
+
+
+# TRL 1.16's GRPOConfig.loss_type values (its help names them; TRL keeps no list in code:
+# tests/test_cli.py checks this against the help of the TRL installed).
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+
+
+def model_identity(name: str) -> str:
+    """What names a model across runs: a local folder's resolved path (so `tiny`, `./tiny` and a
+    link to it are one model), else the name as given (a hub id)."""
+    path = Path(name).expanduser()
+    return str(path.resolve()) if path.is_dir() else name
+
+
+def same_model(recorded: str, given: str) -> bool:
+    """Whether `given` names the model `recorded` (a name or a `model_identity`) named: the same
+    folder (whatever path reaches it) when both are local folders, the same hub id when neither is."""
+    a, b = Path(recorded).expanduser(), Path(given).expanduser()
+    if a.is_dir() and b.is_dir():
+        return os.path.samefile(a, b)
+    return model_identity(recorded) == model_identity(given)
 
 
 _LOWER_BOUNDS = (("max_steps", 1, "at least 1"), ("num_generations", 2, "at least 2 (GRPO's advantage compares "

@@ -88,13 +88,19 @@ def warm_start(model, tokenizer, steps: int, seed: int = 0) -> None:
 
 def write_tiny_model(out: str | Path, vision: bool = False, seed: int = 0, hidden: int = 32, layers: int = 2,
                      warm_steps: int = 0) -> Path:
-    """Write a loadable model folder (config, weights, tokenizer / processor) to `out`;
-    `warm_steps` supervised steps on reference answers first (see `warm_start`)."""
+    """Write a loadable model folder (config, weights, tokenizer / processor) to `out`, a new (or
+    empty) folder that appears whole; `warm_steps` supervised steps on reference answers first
+    (see `warm_start`)."""
+    from mmnp.files import write_whole_folder
+
+    write_whole_folder(Path(out), lambda staging: _write_model(staging, vision, seed, hidden, layers, warm_steps))
+    return Path(out)
+
+
+def _write_model(out: Path, vision: bool, seed: int, hidden: int, layers: int, warm_steps: int) -> None:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     tokenizer = build_tokenizer()
     text = dict(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
@@ -108,7 +114,7 @@ def write_tiny_model(out: str | Path, vision: bool = False, seed: int = 0, hidde
         model.generation_config.pad_token_id = tokenizer.pad_token_id
         model.save_pretrained(out)
         tokenizer.save_pretrained(out)
-        return out
+        return
 
     from transformers import (Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessorPil,
                               Qwen2VLProcessor)
@@ -135,4 +141,3 @@ def write_tiny_model(out: str | Path, vision: bool = False, seed: int = 0, hidde
     processor = image_only_processor(Qwen2VLProcessor)(images, tokenizer, chat_template=CHAT_TEMPLATE)
     model.save_pretrained(out)
     processor.save_pretrained(out)
-    return out

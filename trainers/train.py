@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
+import warnings
 from dataclasses import fields
 from pathlib import Path
 
 from transformers import TrainerCallback
 
 from mmnp.errors import UsageError
+from mmnp.files import atomic_write
 from mmnp.trainers.rewards import get_reward
-from mmnp.trainers.spec import TrainSpec
+from mmnp.trainers.spec import TrainSpec, model_identity, same_model
 
 
 class MetricsLog(TrainerCallback):
@@ -26,25 +29,27 @@ class MetricsLog(TrainerCallback):
         self.shown = ("loss", "reward", "mmnp/sr", "mmnp/qr", "mmnp/distinct_feasible", "entropy",
                       "completions/mean_length") + shown
         self.rows: list[dict] = []
-        self.resumed = False
         if self.path.exists():  # a resumed run keeps the rows of the steps before it
             with open(self.path, newline="") as f:
-                self.rows = [{k: float(v) for k, v in r.items() if v != ""} for r in csv.DictReader(f)]
+                self.rows = [{k: int(float(v)) if k == "step" else float(v) for k, v in r.items() if v != ""}
+                             for r in csv.DictReader(f)]
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        # the state is the resumed checkpoint's here (step 0 for a fresh run): the rows up to its step
+        # stay, those an interrupted run logged after it are redone
+        self.rows = [r for r in self.rows if r["step"] <= state.global_step]
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not state.is_world_process_zero:
             return
         row = {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, (int, float))}}
-        if not self.resumed:  # rows the interrupted run logged after its last checkpoint are redone now
-            self.rows = [r for r in self.rows if r["step"] < state.global_step]
-            self.resumed = True
         self.rows.append(row)
         columns = sorted({k for r in self.rows for k in r}, key=lambda k: (k != "step", k))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "w", newline="") as f:
-            writer = csv.DictWriter(f, columns)
-            writer.writeheader()
-            writer.writerows(self.rows)
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, columns)
+        writer.writeheader()
+        writer.writerows(self.rows)
+        atomic_write(self.path, text.getvalue())  # a kill mid-write never leaves the rows half there
         if self.console is not None:
             keys = [k for k in self.shown if k in row]
             self.console.print(f"[bold]step {state.global_step}[/] " +
@@ -66,18 +71,19 @@ def build_trainer(spec: TrainSpec, console=None):
     spec.validate()
     trainer_class = get_algorithm(spec.algo)
     config_class = trainer_class.config_class
-    vision = getattr(AutoConfig.from_pretrained(spec.model), "vision_config", None) is not None
-    if spec.modality == "image" and not vision:
-        raise UsageError(f"{spec.model} has no vision tower: train it with --modality text")
-    processing = (load_processor if vision else AutoTokenizer.from_pretrained)(spec.model, padding_side="left")
     bf16 = spec.bf16 if spec.bf16 is not None else bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     own = {f.name for f in fields(config_class)}
     config_values = {name: getattr(spec, name) for name in own & {f.name for f in fields(TrainSpec)}
                      if name not in ("model", "seed", "bf16") and getattr(spec, name) is not None}
     schedule = curriculum_spec(spec)
-    config = config_class(**config_values, **spec.options, bf16=bf16, seed=spec.seed,
+    config = config_class(**config_values, **spec.options, bf16=bf16, seed=spec.seed,  # checks the options
                           use_cpu=not torch.cuda.is_available(), save_strategy="steps", log_completions=False,
                           remove_unused_columns=False, **({"shuffle_dataset": False} if schedule else {}))
+    check_resumable(spec, config)  # before anything loads
+    vision = getattr(AutoConfig.from_pretrained(spec.model), "vision_config", None) is not None
+    if spec.modality == "image" and not vision:
+        raise UsageError(f"{spec.model} has no vision tower: train it with --modality text")
+    processing = (load_processor if vision else AutoTokenizer.from_pretrained)(spec.model, padding_side="left")
     reward = get_reward(spec.reward)
     callbacks = [MetricsLog(spec.output_dir, console, trainer_class.display_metrics)]
     if schedule is None:
@@ -93,13 +99,94 @@ def build_trainer(spec: TrainSpec, console=None):
 
 
 def train(trainer, spec: TrainSpec) -> Path:
-    """Train (resuming from the newest checkpoint in the output folder, if any) and save."""
+    """Train (resuming from the newest checkpoint in the output folder, if any: it must be a
+    checkpoint of the same run, `check_resumable`) and save. A run whose checkpoint has
+    reached --max-steps trains no further (transformers would run one more step): its final
+    weights are loaded from the checkpoint and saved again."""
     from transformers.trainer_utils import get_last_checkpoint
 
     out_dir = Path(spec.output_dir)
     last = get_last_checkpoint(str(out_dir)) if out_dir.is_dir() else None
-    trainer.train(resume_from_checkpoint=last)
-    out = out_dir
-    trainer.save_model(str(out))
-    (out / "mmnp_train.json").write_text(json.dumps(dataclasses.asdict(spec), indent=1))
-    return out
+    if last is not None:
+        check_resumable(spec, trainer.args)
+    if trainer.is_world_process_zero():
+        atomic_write(out_dir / RUN_RECORD, json.dumps(run_record(spec, trainer.args), indent=1))
+    saved = dataclasses.asdict(spec)
+    done = _checkpoint_step(last) if last is not None else 0
+    if done >= trainer.args.max_steps:  # finished: its checkpoint's weights are the final ones
+        if trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:  # sharded weights load only inside train()
+            warnings.warn(f"{last} has reached --max-steps {trainer.args.max_steps}: nothing to train; the run's "
+                          f"final model is in {last}", stacklevel=2)
+            return out_dir
+        trainer._load_from_checkpoint(last)
+        saved["max_steps"] = done  # the steps its weights have, should --max-steps now be lower
+    else:
+        trainer.train(resume_from_checkpoint=last)
+    trainer.save_model(str(out_dir))
+    (out_dir / "mmnp_train.json").write_text(json.dumps(saved, indent=1))
+    return out_dir
+
+
+RUN_RECORD = "mmnp_run.json"  # the settings that define the run, written when it starts
+# What may change when a run resumes: how long it runs, where and how often it logs and saves,
+# and how it is computed (precision, vLLM or not), none of which changes what it trains on.
+RESUMABLE = ("max_steps", "output_dir", "logging_steps", "save_steps", "report_to", "bf16", "use_vllm", "vllm_mode",
+             "vllm_server_base_url", "vllm_gpu_memory_utilization")
+_PATHS = ("model", "data")  # compared as folders (`same_model`), whatever path names them
+
+
+def run_record(spec: TrainSpec, config) -> dict:
+    """The settings that define a run: every setting but the RESUMABLE ones, the model and data
+    folders by their resolved paths, the defaults filled in (steps_per_generation, and every option
+    of the algorithm, as its config holds them)."""
+    from mmnp.trainers.algorithms import own_options
+
+    record = {f.name: getattr(spec, f.name) for f in fields(TrainSpec)
+              if f.name not in RESUMABLE and f.name != "options"}
+    record["model"] = model_identity(spec.model)
+    record["data"] = None if spec.data is None else model_identity(spec.data)
+    record["steps_per_generation"] = config.steps_per_generation
+    options = {f.name: getattr(config, f.name) for f in own_options(spec.algo)}
+    record["options"] = {k: model_identity(v) if isinstance(v, str) and Path(v).is_dir() else v
+                         for k, v in options.items()}
+    return json.loads(json.dumps(record))  # as read back from the file
+
+
+def check_resumable(spec: TrainSpec, config) -> None:
+    """A checkpoint in --output-dir is resumed only by the run that wrote it: the same algorithm,
+    model, data and options (RESUMABLE settings may differ). Anything else is one line naming the
+    folder and what differs. A folder from before the record (mmnp_train.json only) is checked on
+    its algorithm and model."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    out_dir = Path(spec.output_dir)
+    if not out_dir.is_dir() or get_last_checkpoint(str(out_dir)) is None:
+        return
+    if (out_dir / RUN_RECORD).exists():
+        recorded = json.loads((out_dir / RUN_RECORD).read_text())
+        current = run_record(spec, config)
+    elif (out_dir / "mmnp_train.json").exists():
+        legacy = json.loads((out_dir / "mmnp_train.json").read_text())
+        recorded = {k: legacy.get(k) for k in ("algo", "model")}
+        current = {"algo": spec.algo, "model": spec.model}
+    else:
+        return
+    differ = []
+    for key in sorted(set(recorded) | set(current), key=lambda k: (k not in ("algo", "model"), k)):
+        old, new = recorded.get(key), current.get(key)
+        if key == "options":
+            differ += [f"{name} {old.get(name)!r} -> {new.get(name)!r}" for name in sorted(set(old) | set(new))
+                       if old.get(name) != new.get(name)]
+        elif key in _PATHS and old is not None and new is not None:
+            if not same_model(old, getattr(spec, key)):
+                differ.append(f"{key} {old} -> {getattr(spec, key)}")
+        elif old != new:
+            differ.append(f"{key} {old!r} -> {new!r}")
+    if differ:
+        raise UsageError(f"{out_dir} holds checkpoints of another run ({'; '.join(differ)}): train into another "
+                         f"--output-dir, or resume it with its own settings")
+
+
+def _checkpoint_step(checkpoint: str) -> int:
+    state = Path(checkpoint) / "trainer_state.json"
+    return int(json.loads(state.read_text()).get("global_step", 0)) if state.exists() else 0

@@ -6,6 +6,7 @@ group-normalised), so estimation and training use the same one."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ from mmnp.errors import UsageError
 from mmnp.trainers.rewards import get_reward
 from mmnp.trainers.algorithms import register_algorithm
 from mmnp.trainers.base import GroupScores, MMNPTrainer, SelfTest, length_normalised
-from mmnp.trainers.disa.anchor import Anchor, pooled_prompt_features, size_features
+from mmnp.trainers.disa.anchor import REGRESSOR_CONFIG, Anchor, pooled_prompt_features, size_features
+from mmnp.trainers.spec import same_model
 
 
 def disa_loss(anchor: torch.Tensor, logp: torch.Tensor, logp_ref: torch.Tensor, reward: torch.Tensor,
@@ -33,6 +35,32 @@ class DISAConfig(GRPOConfig):
     logz: str | None = field(default=None, metadata={
         "help": "DISA: the folder of `mmnp disa estimate` and `fit` (beta, reward and log-likelihood come from it)."})
     disa_w_max: float = field(default=10.0, metadata={"help": "DISA: clip of the importance weight w_i."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.disa_w_max > 0:
+            raise UsageError(f"--disa-w-max {self.disa_w_max}: must be positive")
+
+
+def check_reference(model, logz: str | None) -> None:
+    """The policy must start from the reference model pi_ref the anchor was estimated with:
+    log pi_ref in the loss and the anchor's prompt features come from it. The same local folder
+    by any path, or the same hub id; else one line saying which model the anchor needs."""
+    if not logz:
+        raise UsageError("--algo disa needs --logz DIR from `mmnp disa fit`")
+    path = Path(logz) / REGRESSOR_CONFIG
+    if not path.exists():
+        raise UsageError(f"{path} not found: fit the anchor first (mmnp disa fit {logz})")
+    estimate = json.loads(path.read_text()).get("estimate", {})
+    recorded = estimate.get("ref_path") or estimate.get("ref")
+    given = model if isinstance(model, (str, Path)) else getattr(getattr(model, "config", None), "_name_or_path", "")
+    if not isinstance(recorded, str):  # every `mmnp disa estimate` records it: an anchor made some other way
+        raise UsageError(f"{path} names no reference model (its estimate.ref): the policy cannot be checked against "
+                         "pi_ref; estimate and fit the anchor with `mmnp disa estimate` and `mmnp disa fit`")
+    if not same_model(recorded, str(given)):
+        raise UsageError(f"--logz {logz} was estimated with the reference model {estimate.get('ref')!r}, not "
+                         f"{str(given)!r}: train with --model {estimate.get('ref')} (the policy starts at pi_ref), "
+                         f"or estimate and fit an anchor for this model")
 
 
 def small_anchor(model: Path, folder: Path) -> dict[str, Any]:
@@ -54,10 +82,10 @@ class DISATrainer(MMNPTrainer):
     display_metrics = ("disa/residual", "disa/anchor")
     needs_reference = True
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        if not self.args.logz:
-            raise UsageError("--algo disa needs --logz DIR from `mmnp disa fit`")
+    def __init__(self, model, *args, **kwargs) -> None:
+        config = kwargs.get("args") if "args" in kwargs else (args[1] if len(args) > 1 else None)
+        check_reference(model, getattr(config, "logz", None))  # before the model loads
+        super().__init__(model, *args, **kwargs)
         self.anchor, config = Anchor.load(self.args.logz, self.accelerator.device)
         if "size_tasks" not in config:
             raise UsageError(f"{self.args.logz}: the anchor predates stored size features; estimate and fit again")

@@ -30,6 +30,7 @@ are refused unless `allow_inexact` is set (`group_coupled`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -194,8 +195,8 @@ class DMPOConfig(GRPOConfig):
         for name in ("dmpo_alpha", "dmpo_tau"):
             if not getattr(self, name) > 0:
                 raise UsageError(f"--{name.replace('_', '-')} {getattr(self, name)}: must be positive")
-        if not self.dmpo_lambda >= 0:
-            raise UsageError(f"--dmpo-lambda {self.dmpo_lambda}: must be >= 0")
+        if not (math.isfinite(self.dmpo_lambda) and self.dmpo_lambda >= 0):
+            raise UsageError(f"--dmpo-lambda {self.dmpo_lambda}: must be a finite number >= 0")
 
     @property
     def dmpo_reading(self) -> Reading:

@@ -12,6 +12,7 @@ checkpoints keep the head in `logz_head.pt`, not in the model's weights.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,17 @@ class FlowRLConfig(GRPOConfig):
     flowrl_w_max: float = field(default=10.0, metadata={"help": "FlowRL: clip of the importance weight."})
     logz_hidden: int = field(default=256, metadata={"help": "FlowRL: width of the log Z MLP."})
     logz_learning_rate: float = field(default=1e-3, metadata={"help": "FlowRL: learning rate of the log Z MLP."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not (math.isfinite(self.flowrl_beta) and self.flowrl_beta >= 0):
+            raise UsageError(f"--flowrl-beta {self.flowrl_beta}: must be a finite number >= 0")
+        if not self.flowrl_w_max > 0:
+            raise UsageError(f"--flowrl-w-max {self.flowrl_w_max}: must be positive")
+        if not (math.isfinite(self.logz_learning_rate) and self.logz_learning_rate >= 0):  # 0: a frozen head
+            raise UsageError(f"--logz-learning-rate {self.logz_learning_rate}: must be a finite number >= 0")
+        if self.logz_hidden < 1:
+            raise UsageError(f"--logz-hidden {self.logz_hidden}: at least 1")
 
 
 def prompt_features(trainer: MMNPTrainer, batch: dict) -> torch.Tensor:

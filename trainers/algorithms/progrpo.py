@@ -7,11 +7,13 @@ the bit: nothing it computes enters GRPO's loss except the shifted advantages.""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
 from trl import GRPOConfig
 
+from mmnp.errors import UsageError
 from mmnp.trainers.algorithms import register_algorithm
 from mmnp.trainers.base import GroupScores, MMNPTrainer
 
@@ -25,6 +27,14 @@ def confidence(token_logps: torch.Tensor, mask: torch.Tensor, fraction: float = 
     take = torch.arange(token_logps.size(-1), device=token_logps.device)[None, :] < k[:, None]
     low_mean = (ordered * take).sum(-1) / k
     return torch.exp(torch.where(lengths > 0, low_mean, torch.zeros_like(low_mean)))
+
+
+def scored_prompt_mask(prompt_mask: torch.Tensor) -> torch.Tensor:
+    """Which of `prompt_logps`' columns (the log-probs of prompt tokens 1..P-1) enter c(q): a
+    token whose previous token is real too. A left-padded prompt's first real token is
+    predicted from a padding position, and the longest prompt's first token from nothing, so
+    neither counts: c(q) of a prompt is the same alone or in any batch."""
+    return prompt_mask[:, 1:] * prompt_mask[:, :-1]
 
 
 def progrpo_advantages(advantages: torch.Tensor, prompt_confidence: torch.Tensor, answer_confidence: torch.Tensor,
@@ -41,11 +51,23 @@ class ProGRPOConfig(GRPOConfig):
     progrpo_alpha: float = field(default=0.3, metadata={"help": "ProGRPO: re-weighting strength (the paper: 0.3)."})
     progrpo_fraction: float = field(default=0.2, metadata={"help": "ProGRPO: share of lowest-probability tokens in c(x)."})
 
+    def __post_init__(self):
+        super().__post_init__()
+        if not 0 < self.progrpo_fraction <= 1:
+            raise UsageError(f"--progrpo-fraction {self.progrpo_fraction}: must be in (0, 1] (a share of the tokens)")
+        if not math.isfinite(self.progrpo_alpha):
+            raise UsageError(f"--progrpo-alpha {self.progrpo_alpha}: must be a finite number")
+
 
 @register_algorithm("progrpo")
 class ProGRPOTrainer(MMNPTrainer):
     config_class = ProGRPOConfig
     display_metrics = ("progrpo/confidence_gap",)
+
+    def prompt_confidence(self, batch: dict, rows: torch.Tensor) -> torch.Tensor:
+        """c(q) of the given rows' prompts, over the tokens that have a real previous token."""
+        return confidence(self.prompt_logps(self.model, batch, rows), scored_prompt_mask(batch["prompt_mask"][rows]),
+                          self.args.progrpo_fraction)
 
     def on_scored(self, batch: dict, scores: GroupScores) -> dict:
         answer_logps = batch.get("old_per_token_logps")  # TRL's own when it made them; never inserted here,
@@ -54,8 +76,7 @@ class ProGRPOTrainer(MMNPTrainer):
         mask = self.completion_mask(batch)
         fraction = self.args.progrpo_fraction
         rows, inverse = self.unique_prompts(batch)  # c(q) once per distinct prompt, not G times
-        prompt_conf = confidence(self.prompt_logps(self.model, batch, rows), batch["prompt_mask"][rows, 1:],
-                                 fraction)[inverse]
+        prompt_conf = self.prompt_confidence(batch, rows)[inverse]
         answer_conf = confidence(answer_logps, mask, fraction)
         rewards = scores.local.to(mask.device)
         batch["advantages"] = progrpo_advantages(batch["advantages"], prompt_conf, answer_conf, rewards,

@@ -42,6 +42,7 @@ from mmnp.errors import UsageError
 from mmnp.samplelog import JsonlLog
 from mmnp.registry import list_tasks
 from mmnp.trainers.rewards import get_reward, record_payload
+from mmnp.trainers.spec import model_identity
 
 
 def log_z_importance_sampling(logp_ref: torch.Tensor, logp_proposal: torch.Tensor, reward: torch.Tensor,
@@ -87,8 +88,11 @@ class EstimateSpec:
         if self.loglik not in ("mean", "sum"):
             raise UsageError(f"--loglik {self.loglik!r}: choose sum or mean (length-normalised)")
         get_reward(self.reward)
-        if self.samples < 1 or self.prompts < 1:
-            raise UsageError("--samples and --prompts must be at least 1")
+        for name in ("samples", "prompts", "max_tokens"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} {getattr(self, name)}: at least 1")
+        if not (math.isfinite(self.beta) and self.beta >= 0):
+            raise UsageError(f"--beta {self.beta}: must be a finite number >= 0")
 
 
 def load_model(path: str, device):
@@ -201,8 +205,9 @@ def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int],
     tasks = [t.name for t in list_tasks()]  # the size features' one-hot, stored with the estimate
     meta = {**spec.__dict__, "size_tasks": tasks}
     meta_path = out / ESTIMATE
-    if meta_path.exists() and json.loads(meta_path.read_text()) != meta:
+    if meta_path.exists() and {k: v for k, v in json.loads(meta_path.read_text()).items() if k != "ref_path"} != meta:
         raise UsageError(f"{out} holds an estimate with other settings; use another --out or delete it")
+    meta["ref_path"] = model_identity(spec.ref)  # the reference's folder, whatever path names it (or its hub id)
     atomic_write(meta_path, json.dumps(meta, indent=1))
     labels = JsonlLog(out / LABELS, key_of=lambda r: r["id"])  # cuts a torn last line: resumes cleanly
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
