@@ -379,8 +379,11 @@ def _tsplib_file(text: str, path: Path, task: str | None, complement: bool, unit
 
 def _dimacs_file(text: str, path: Path, task: str | None, complement: bool, unit_costs: bool) -> Published:
     where = str(path)
-    if task is None or not accepts(task, "dimacs"):
+    if task is None:
         raise UsageError(f"{where}: a DIMACS graph serves several tasks; pass --task, one of "
+                         f"{', '.join(tasks_reading('dimacs'))}")
+    if not accepts(task, "dimacs"):
+        raise UsageError(f"--task {task}: {task} does not import DIMACS graphs; use one of "
                          f"{', '.join(tasks_reading('dimacs'))}")
     n, edges = read_dimacs(text, where, complement)
     return Published(task, path.stem + ("-complement" if complement else ""), {"n": n, "edges": edges}, path.name)

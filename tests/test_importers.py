@@ -108,6 +108,8 @@ def test_dimacs_import_needs_a_graph_task(tmp_path: Path):
     graph.write_text("p edge 3 3\ne 1 2\ne 2 3\ne 1 3\n")
     with pytest.raises(UsageError, match="pass --task"):
         import_files("dimacs", [graph], tmp_path / "d1", images=False)
+    with pytest.raises(UsageError, match="--task tsp: tsp does not import DIMACS graphs; use one of .*longest_cycle"):
+        import_files("dimacs", [graph], tmp_path / "d1", task="tsp", images=False)
     manifest = import_files("dimacs", [graph], tmp_path / "d2", task="longest_cycle", images=False, optimal=False)
     assert manifest["counts"] == {"longest_cycle": {"imported": 1}}
 
