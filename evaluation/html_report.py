@@ -255,6 +255,9 @@ def run_instances(run: Run) -> tuple[Callable[[str], Instance | None], str | Non
 
     dataset = run.results.get("dataset") if isinstance(run.results.get("dataset"), dict) else {}
     nowhere = lambda instance_id: None  # noqa: E731
+    if isinstance(dataset.get("path"), str) and not dataset["path"].startswith("hf://") \
+            and not Path(dataset["path"]).exists():
+        return nowhere, f"{run.label}: its dataset {dataset['path']} is not there; samples shown without instances"
     if isinstance(dataset.get("path"), str) and Path(dataset["path"]).exists():
         try:
             kind, where = locate_data(dataset["path"])

@@ -28,9 +28,15 @@ class LoadedModel:
         return self.processor is not None
 
 
+# What a model folder holds that loading reads (configs, weights, tokenizer and chat template,
+# remote code); a README or a log beside them is not the model.
+MODEL_FILES = (".json", ".safetensors", ".bin", ".pt", ".pth", ".model", ".txt", ".jinja", ".py", ".tiktoken",
+               ".gguf", ".msgpack", ".h5")
+
+
 def weights_fingerprint(path: str) -> str | None:
-    """SHA-256 over the files of a local model folder (its top level: what `from_pretrained` and
-    vLLM read; names, sizes and contents), None for a name that is not a local folder. A resumed
+    """SHA-256 over the model files (`MODEL_FILES`) of a local model folder (its top level: what
+    `from_pretrained` and vLLM read; names, sizes and contents), None for a name that is not a local folder. A resumed
     run compares it, so that weights replaced under the same path (a retrained checkpoint) never
     mix two models' samples in one score. Reads every byte: ~1-2 GB/s, seconds for a 7B model."""
     import hashlib
@@ -40,7 +46,7 @@ def weights_fingerprint(path: str) -> str | None:
     if not folder.is_dir():
         return None
     whole = hashlib.sha256()
-    for file in sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")):
+    for file in sorted(f for f in folder.iterdir() if f.is_file() and f.suffix in MODEL_FILES):
         digest = hashlib.sha256()
         with open(file, "rb") as f:
             while chunk := f.read(1 << 23):

@@ -189,19 +189,18 @@ def _jsonable(x):
     return json.loads(json.dumps(x))
 
 
-def _checked(record: dict) -> dict:
-    """The record if it can be stored (valid JSON, valid UTF-8), else the same sample as a failure."""
-    try:
-        dumps_line(record)
-        return record
-    except (ValueError, UnicodeEncodeError) as e:
-        return _unstorable(record, e)
-
-
-def _unstorable(record: dict, e: Exception) -> dict:
-    return {**record, "response": None, "parsed": False, "feasible": False, "objective": None, "violations": [],
-            "ratio": 0.0, "opt_ratio": 0.0, "canonical": None, "prompt_tokens": None, "completion_tokens": None,
-            "failed": True, "error": f"unstorable reply ({type(e).__name__}: {str(e)[:100]})"}
+def _unstorable(record: dict, e: Exception, request: Request) -> dict:
+    """A sample whose reply cannot be stored (invalid JSON or UTF-8), as the failed call `score`
+    makes of it (asked again next run); its picture's fields and earlier rounds stay."""
+    completion = Completion(None, error=f"unstorable reply ({type(e).__name__}: {str(e)[:100]})")
+    if request.modality == PROBE:
+        failed = score_probe(request, completion)
+    else:
+        failed = score(request.instance, request.modality, request.sample, completion, request.messages_sha256())
+    if "per_round" in record:  # retried at this round, as a failed round is
+        failed.update(round=record["round"], history=record["history"], feedback=None,
+                      per_round=record["per_round"][:len(request.history)])
+    return {**record, **failed}
 
 
 def build_requests(instances: Iterable[Instance], config: EvalConfig, image_loader: Callable[[Instance], bytes],
@@ -244,15 +243,18 @@ def _request(inst: Instance, modality: str, sample: int, config: EvalConfig,
 VERDICT_FIELDS = ("parsed", "feasible", "objective", "ratio", "opt_ratio", "canonical", "violations", "parse_error")
 PROBE_FIELDS = ("exact", "field_f1")
 ROUND_FIELDS = ("feasible", "objective", "ratio", "opt_ratio", "messages_sha256")
+IMAGE_CHECKS = (None, "passed", "failed", "unchecked", "not_applicable")  # a record's `image_check`
 
 
 def check_stored(log: SampleLog, instances: list[Instance], config: EvalConfig,
-                 image_loader: Callable[[Instance], bytes], verdicts: bool = True) -> list[str]:
-    """The stored samples of this run that answer other messages than this run's (another dataset,
-    prompt, picture or system prompt; earlier rounds edited): removed from `log.records`, so they
-    are asked again and never scored; their keys are returned. With `verdicts`, every other stored
-    answer is verified again and a record whose verdict differs from its response's (an edited
-    log, or another verifier's) is refused: a stored number is only ever what its answer earns."""
+                 image_loader: Callable[[Instance], bytes], rescore: bool = False) -> list[str]:
+    """The stored samples of this run checked before any is reused or scored; the keys of those
+    that answer other messages than this run's (another dataset, prompt, picture or system
+    prompt; earlier rounds edited) are returned and removed from `log.records`, so that they are
+    asked again and never scored. Every other stored answer is verified again (every round's,
+    failed ones' earlier rounds included): a record whose verdict is not what its answers earn
+    (an edited log, or another verifier's) is refused, unless `rescore`, which rewrites the
+    verdicts from the answers. A stored number is only ever what its answer earns."""
     images: dict[str, bytes] = {}
 
     def loader(inst: Instance) -> bytes:  # a picture is read (or drawn) once for all its samples
@@ -269,13 +271,21 @@ def check_stored(log: SampleLog, instances: list[Instance], config: EvalConfig,
         if record is None:
             continue
         try:
+            _check_shape(record, inst, modality, k)
             history = _history(record) if config.rounds > 1 and modality != PROBE else ()
             request = _request(inst, modality, k, config, loader, history=history)
             if record.get("messages_sha256") != request.messages_sha256():
                 stale.append(key)
                 del log.records[key]
-            elif verdicts and not record["failed"]:
-                _check_verdict(record, request, config.rounds)
+                continue
+            fresh = _verified(record, request, config.rounds)
+            if rescore:
+                log.records[key] = {**record, **fresh}
+                continue
+            for name, value in fresh.items():
+                if record.get(name) != value:
+                    raise DataError(f"sample {key} records {name} {record.get(name)!r}, but its answer is verified "
+                                    f"to {value!r}")
         except DataError as e:
             raise DataError(f"{log.path}: {e}: the log was edited, or written by another mmnp's verifier; run the "
                             "same command with --rescore to verify every stored answer again") from None
@@ -285,6 +295,19 @@ def check_stored(log: SampleLog, instances: list[Instance], config: EvalConfig,
     return stale
 
 
+def _check_shape(record: dict, inst: Instance, modality: str, sample: int) -> None:
+    """The fields readers use have the types `score` gives them, and say the sample of their key."""
+    if [record.get("id"), record.get("modality"), record.get("sample")] != [inst.id, modality, sample]:
+        raise ValueError("its id, modality or sample is not its key's")
+    kinds = {"failed": bool, "response": (str, type(None)), "error": (str, type(None)), "latency_s": (int, float),
+             "attempts": int, "truncated": bool, "image_check": (str, type(None)), "image_tokens": (int, type(None))}
+    for name, kind in kinds.items():
+        if name in record and (not isinstance(record[name], kind) or isinstance(record[name], bool) and kind != bool):
+            raise TypeError(f"its {name} is {str(record[name])[:40]!r}")
+    if record.get("image_check") not in IMAGE_CHECKS or record["failed"] != (record.get("error") is not None):
+        raise ValueError("its image_check or failure is not one mmnp writes")
+
+
 def _history(record: dict) -> tuple[tuple[str, str], ...]:
     turns = tuple(tuple(turn) for turn in record.get("history") or ())
     if not all(len(t) == 2 and all(isinstance(x, str) for x in t) for t in turns):
@@ -292,40 +315,30 @@ def _history(record: dict) -> tuple[tuple[str, str], ...]:
     return turns
 
 
-def _check_verdict(record: dict, request: Request, rounds: int) -> None:
-    """Refuse a stored record whose verdict (and, with --rounds, every round's) is not what its
-    response is verified to now."""
-    def completion(text: object) -> Completion:
-        if not isinstance(text, str):
-            raise TypeError("its response is not a text")
-        return Completion(text)
-
+def _verified(record: dict, request: Request, rounds: int) -> dict:
+    """A stored record's verdict fields as its answers earn them now: its own answer's (a failed
+    call's: the failure's), and with --rounds every answered round's scores (`per_round`)."""
     if request.modality == PROBE:
-        pairs = [(PROBE_FIELDS, record, score_probe(request, completion(record["response"])))]
-    else:
-        fresh = score(request.instance, request.modality, request.sample, completion(record["response"]),
-                      request.messages_sha256())
-        pairs = [(VERDICT_FIELDS, record, fresh)]
-        if rounds > 1:
-            answers = [answer for answer, _ in request.history] + [record["response"]]
-            per_round = record["per_round"]
-            if len(per_round) != len(answers):
-                raise ValueError(f"{len(per_round)} rounds' scores for {len(answers)} answers")
-            for r, (answer, scores) in enumerate(zip(answers, per_round)):
-                earlier = replace(request, history=request.history[:r])
-                at_r = fresh if r == len(answers) - 1 else score(
-                    request.instance, request.modality, request.sample, completion(answer), earlier.messages_sha256())
-                pairs.append((ROUND_FIELDS, scores, at_r))
-                told = request.history[r][1] if r < len(request.history) else record["feedback"]
-                best = at_r["feasible"] and (at_r["opt_ratio"] if at_r["opt_ratio"] is not None else 0) >= 1 - 1e-9
-                finished = r == len(answers) - 1 and (best or r + 1 >= rounds)
-                if told != (None if finished else feedback(at_r)):
-                    raise DataError(f"sample {request.key}: the feedback after its round {r + 1} is not the verifier's")
-    for names, stored, fresh in pairs:
-        for name in names:
-            if stored.get(name) != _jsonable(fresh[name]):
-                raise DataError(f"sample {request.key} records {name} {stored.get(name)!r}, but its answer is "
-                                f"verified to {_jsonable(fresh[name])!r}")
+        fresh = score_probe(request, _stored_completion(record))
+        return {name: _jsonable(fresh[name]) for name in PROBE_FIELDS}
+    inst, modality, sample = request.instance, request.modality, request.sample
+    fresh = score(inst, modality, sample, _stored_completion(record), request.messages_sha256())
+    verified = {name: _jsonable(fresh[name]) for name in VERDICT_FIELDS}
+    if rounds > 1:
+        answers = [answer for answer, _ in request.history] + ([] if record["failed"] else [record["response"]])
+        per_round = []
+        for r, answer in enumerate(answers):
+            earlier = replace(request, history=request.history[:r])
+            at_r = fresh if r == len(request.history) else score(inst, modality, sample, Completion(answer),
+                                                                 earlier.messages_sha256())
+            per_round.append({name: at_r[name] for name in ROUND_FIELDS})
+        verified["per_round"] = _jsonable(per_round)
+    return verified
+
+
+def _stored_completion(record: dict) -> Completion:
+    """The completion a record stores, as `score` was given it (a failed call: its error)."""
+    return Completion(record["response"], error=record["error"] if record["failed"] else None)
 
 
 def git_hash() -> str | None:
@@ -366,7 +379,7 @@ def evaluate(
     with FolderLock(out):
         guard_settings(out, config, dataset, rescore)
         log = SampleLog(out / SAMPLES)
-        stale = check_stored(log, instances, config, image_loader, verdicts=not rescore)
+        stale = check_stored(log, instances, config, image_loader, rescore=rescore)
         why = (f"{len(stale)} stored sample(s) in {log.path} answer other messages than this run's (another dataset, "
                f"prompt, picture or system prompt), e.g. {stale[0]}") if stale else ""
         if stale and rescore:
@@ -379,8 +392,8 @@ def evaluate(
         recorder = Recorder(log, config, delivery, progress)
         stopped: RunError | None = None
         calls = 0
-        if rescore:
-            rescore_samples(log, instances)
+        if rescore:  # every stored verdict was rewritten from its answers (`check_stored`)
+            log.rewrite()
         else:
             calls, stopped = ask_rounds(backend, instances, config, image_loader, recorder)
         results = write_results(out, log, instances, config, recorder.kinds, delivery, backend, dataset, calls,
@@ -408,25 +421,6 @@ def guard_settings(out: Path, config: EvalConfig, dataset: dict | None, rescore:
         raise UsageError(f"{out} holds samples from different settings ({_diff(stored, identity)}); "
                         "choose another --output-path, or delete the folder to start over")
     atomic_write(run_file, json.dumps(identity, indent=1))
-
-
-def rescore_samples(log: SampleLog, instances: list[Instance]) -> None:
-    """--rescore: every stored answer verified again against `instances`; no model is called."""
-    by_id = {inst.id: inst for inst in instances}
-    for key, record in log.records.items():
-        inst = by_id.get(record["id"])
-        if inst is None or record["failed"]:
-            continue
-        completion = Completion(record["response"], record["prompt_tokens"], record["completion_tokens"],
-                                record["latency_s"], attempts=record.get("attempts", 1),
-                                truncated=record.get("truncated", False))
-        if record["modality"] == PROBE:
-            fresh = score_probe(Request(inst, PROBE, record["sample"], probe_prompt(inst.task)), completion)
-        else:
-            fresh = score(inst, record["modality"], record["sample"], completion)
-        # the stored hash is of what was sent (earlier rounds included); --rounds fields are kept
-        log.records[key] = _checked({**record, **fresh, "messages_sha256": record.get("messages_sha256")})
-    log.rewrite()
 
 
 @dataclass
@@ -457,7 +451,7 @@ class Recorder:
         try:
             self.log.append(record)
         except (ValueError, UnicodeEncodeError) as e:  # a reply the backend let through never poisons the log
-            self.log.append(_unstorable(record, e))
+            self.log.append(_unstorable(record, e, request))
         self.done += 1
         if self.progress:
             self.progress(self.done, self.total)

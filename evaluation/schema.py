@@ -151,6 +151,11 @@ def _check_group(group, where: str, samples: int | None) -> str | None:
     for se in STDERR.values():
         if group.get(se) is not None and not (number(group[se]) and group[se] >= 0):
             return f"{where}.{se} is {str(group[se])[:40]!r}, not a standard error"
+    rounds = group.get("rounds", {})  # --rounds: SR@r and QR@r
+    if not isinstance(rounds, dict) or not all(
+            r.isdigit() and isinstance(v, dict) and number(v.get("sr")) and 0 <= v["sr"] <= 1
+            and number(v.get("qr")) and v["qr"] >= 0 for r, v in rounds.items()):
+        return f"{where}.rounds is not SR and QR per round (SR in [0, 1], QR at least 0)"
     for curve in ("pass_at_k", "pass_at_k_opt"):
         values = group.get(curve)
         if not isinstance(values, dict) or not all(k.isdigit() and number(v) and 0 <= v <= 1 for k, v in values.items()):
@@ -207,8 +212,8 @@ def check_results(results) -> str | None:
             tasks = block.get("tasks") if isinstance(block.get("tasks"), dict) else {}
             groups = {"overall": block.get("overall"), **{f"tasks.{t}": g for t, g in tasks.items()}}
             for name, g in groups.items():
-                if not isinstance(g, dict) or not all(number(g.get(k)) for k in PROBE_NUMBERS):
-                    return f"{where}.{name[:MAX_NAME]} lacks numeric recognition_accuracy and field_f1"
+                if not isinstance(g, dict) or not all(number(g.get(k)) and 0 <= g[k] <= 1 for k in PROBE_NUMBERS):
+                    return f"{where}.{name[:MAX_NAME]} lacks recognition_accuracy and field_f1 as shares in [0, 1]"
             continue
         problem = _check_group(block.get("overall"), f"{where}.overall", samples)
         for scope in GROUP_SCOPES:

@@ -175,7 +175,7 @@ class Dataset:
         """{path, benchmark_hash, references_hash, preset, modified, content_hash} for results.json:
         the hashes derived from the content, the release name only when they are the release's."""
         bench, refs = self.hashes
-        return {"path": str(self.path), "benchmark_hash": bench, "references_hash": refs,
+        return {"path": str(self.path.absolute()), "benchmark_hash": bench, "references_hash": refs,
                 "preset": release_of(bench, refs), "modified": self.modified, "content_hash": bench}
 
 

@@ -395,7 +395,8 @@ class Export:
     def identity(self) -> dict:
         """The dataset block of results.json: the source dataset's, as the rows re-derive it."""
         bench, refs = self.hashes
-        return {"path": str(self.path), "benchmark_hash": bench, "references_hash": refs,
+        return {"path": str(self.path if str(self.path).startswith("hf://") else Path(self.path).absolute()),
+                "benchmark_hash": bench, "references_hash": refs,
                 "preset": release_of(bench, refs), "modified": False, "content_hash": bench}
 
 

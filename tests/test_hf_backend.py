@@ -120,7 +120,8 @@ def test_other_weights_under_the_same_path_are_refused_on_resume(tiny_text, tmp_
                         tmp_path / "out", image_loader=selection.image, dataset=selection.identity)
 
     run(1)
-    run(2)  # the same weights: resumed
+    (model / "README.md").write_text("notes beside the model are not the model")
+    assert run(2)["timing"]["this_run_calls"] == 1  # the same weights: resumed
     write_tiny_model(tmp_path / "other", seed=1)
     shutil.copy(tmp_path / "other" / "model.safetensors", model / "model.safetensors")
     with pytest.raises(UsageError, match="different settings.*weights"):

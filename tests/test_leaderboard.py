@@ -629,6 +629,10 @@ def test_markdown_shows_html_as_text(results_dir, tmp_path):
     (lambda r: r["metrics"]["image"]["overall"]["pass_at_k"].update({"7": 1.0}),
      "metrics.image.overall.pass_at_k has a k outside 1..3"),
     (lambda r: r["metrics"]["text"]["overall"].update(distinct=4.0), "distinct is 4.0, more than the run's 3 samples"),
+    (lambda r: r["metrics"]["text"]["overall"].update(rounds={"1": {"sr": 1.7, "qr": 0.5}}),
+     "metrics.text.overall.rounds is not SR and QR per round"),
+    (lambda r: r["metrics"].update(probe={"overall": {"recognition_accuracy": 1.7, "field_f1": 0.5, "instances": 2}}),
+     "metrics.probe.overall lacks recognition_accuracy and field_f1 as shares in [0, 1]"),
 ])
 def test_impossible_figures_are_refused_never_ranked(results_dir, tmp_path, edit, named):
     bad = _variant(results_dir / "solver_random", tmp_path, "bad", edit)
@@ -678,3 +682,18 @@ def test_the_sample_browser_shows_only_the_instances_a_run_answered(tmp_path):
     assert runner.invoke(app, [*generate, "--seed", "5", "--overwrite"]).exit_code == 0  # other instances, same ids
     page = render_html(collect([out]), browser_samples=2)
     assert 'alt="instance"' not in page and "has changed since the run" in page
+    shutil.rmtree(data)
+    page = render_html(collect([out]), browser_samples=2)
+    assert 'alt="instance"' not in page and f"its dataset {data} is not there" in page
+
+
+def test_a_run_records_its_dataset_by_absolute_path(small_dataset, tmp_path, monkeypatch):
+    """So that its report finds the dataset from wherever it is made."""
+    monkeypatch.chdir(small_dataset.parent)
+    out = tmp_path / "r"
+    evaluated = runner.invoke(app, ["eval", "--model", "solver:heuristic", "--data", small_dataset.name, "--tasks",
+                                    "knapsack", "--difficulty", "easy", "--output-path", str(out)])
+    assert evaluated.exit_code == 0, evaluated.output
+    assert _results(out / "solver_heuristic")["dataset"]["path"] == str(small_dataset)
+    monkeypatch.chdir(tmp_path)
+    assert render_html(collect([out]), browser_samples=1).count('alt="instance"') == 1

@@ -284,3 +284,58 @@ def test_rescore_keeps_probe_and_round_records(tmp_path):
     after = {r["key"]: r for r in read_samples(folder / "samples.jsonl")}
     assert after == before
     assert _results(folder)["metrics"] == results["metrics"]
+
+
+REPAIR = ["--model", "solver:repair", "--tasks", "knapsack,vertex_cover", "--count", "2", "--rounds", "4"]
+
+
+def _edit_log(folder, edit):
+    path = folder / "samples.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(edit(r) or r) + "\n" for r in records))
+
+
+def test_edited_round_scores_are_refused_and_rescore_rebuilds_them(tmp_path):
+    """Every round's score is what its answer earns: an edited `per_round` (here: every round made
+    feasible) is refused on a plain run, and --rescore verifies each round's answer again rather
+    than keeping the stored scores (after which a plain run reuses everything)."""
+    assert _eval(tmp_path, *REPAIR).exit_code == 0
+    folder = tmp_path / "solver_repair"
+    straight = _results(folder)["metrics"]
+    assert straight["text"]["overall"]["rounds"]["1"]["sr"] == 0.0
+
+    def all_feasible(r):
+        for scores in r.get("per_round") or ():
+            scores.update(feasible=True, ratio=1.0, opt_ratio=1.0)
+
+    _edit_log(folder, all_feasible)
+    refused = _eval(tmp_path, *REPAIR)
+    assert refused.exit_code == 1 and "records per_round" in refused.output and "--rescore" in refused.output
+    assert _eval(tmp_path, *REPAIR, "--rescore").exit_code == 0
+    assert _results(folder)["metrics"] == straight
+    again = _eval(tmp_path, *REPAIR)
+    assert again.exit_code == 0, again.output
+    assert _results(folder)["metrics"] == straight and _results(folder)["timing"]["this_run_calls"] == 0
+
+
+def test_a_failed_records_earlier_rounds_and_fields_are_checked_too(tmp_path):
+    assert _eval(tmp_path, *REPAIR).exit_code == 0
+    folder = tmp_path / "solver_repair"
+    path = folder / "samples.jsonl"
+    later = next(json.loads(line) for line in path.read_text().splitlines() if json.loads(line)["round"] >= 2)
+    retried = {**later, "failed": True, "error": "HTTP 500", "response": None, "feasible": False, "objective": None,
+               "ratio": 0.0, "opt_ratio": 0.0, "canonical": None, "parsed": False, "violations": [],
+               "parse_error": None, "per_round": [{**s, "feasible": True, "ratio": 1.0} for s in later["per_round"][:-1]]}
+    with path.open("a") as f:  # a failed retry whose earlier rounds were edited to feasible
+        f.write(json.dumps(retried) + "\n")
+    refused = _eval(tmp_path, *REPAIR)
+    assert refused.exit_code == 1 and f"sample {later['key']} records per_round" in refused.output
+    log = path.read_text()
+    for field, value in (("latency_s", "fast"), ("failed", "no"), ("id", "knapsack-easy-0099")):
+        for rescore in ((), ("--rescore",)):  # never scored as something else by --rescore either
+            path.write_text(log)
+            _edit_log(folder, lambda r: r.update({field: value}) if r["key"] == later["key"] else None)
+            odd = _eval(tmp_path, *REPAIR, *rescore)
+            errors = [line for line in odd.output.splitlines() if line.startswith("error:")]
+            assert odd.exit_code == 1 and "Traceback" not in odd.output and len(errors) == 1, odd.output
+            assert f"sample {later['key']} is not a record as `mmnp eval` writes it" in errors[0]
