@@ -61,6 +61,8 @@ def check_new_folder(out: Path) -> None:
     from mmnp.errors import UsageError
 
     out = Path(out)
+    if out.is_symlink() or os.path.ismount(out):  # it could not be replaced by the finished folder
+        raise UsageError(f"--out {out} is a link or a mount point; give a new folder's path")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--out {out} exists and is not empty; choose a new folder (mmnp never overwrites your files)")
 

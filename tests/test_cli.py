@@ -269,6 +269,44 @@ def test_train_resumes_only_a_checkpoint_of_the_same_run(cold_model, tmp_path):
     assert json.loads((out / "mmnp_run.json").read_text())["algo"] == "grpo"
 
 
+def test_a_model_or_dataset_rebuilt_under_the_same_path_is_another_run(cold_model, tmp_path):
+    """The run record holds the model's files and the dataset's hashes, not only their paths."""
+    import shutil
+
+    from mmnp.trainers.tiny_model import write_tiny_model
+
+    model, data = tmp_path / "model", tmp_path / "data"
+    shutil.copytree(cold_model, model)
+    generate = ["generate", "--tasks", "knapsack", "--difficulty", "easy", "--count", "2", "--param", "n=4",
+                "--no-optimal", "--no-images", "--out", str(data)]
+    on_data = ["train", "--model", str(model), "--data", str(data), "--num-generations", "2",
+               "--per-device-train-batch-size", "2", "--max-completion-length", "4", "--report-to", "none",
+               "--output-dir", str(tmp_path / "a")]
+    assert runner.invoke(app, [*generate, "--seed", "11"]).exit_code == 0
+    trained = runner.invoke(app, [*on_data, "--max-steps", "1"])
+    assert trained.exit_code == 0, trained.output
+    assert runner.invoke(app, [*generate, "--seed", "12", "--overwrite"]).exit_code == 0
+    line = _one_line(runner.invoke(app, [*on_data, "--max-steps", "2"]))
+    assert "data_content" in line and str(tmp_path / "a") in line, line
+    assert _train(model, tmp_path / "b").exit_code == 0
+    write_tiny_model(tmp_path / "other", seed=7)
+    shutil.copy(tmp_path / "other" / "model.safetensors", model / "model.safetensors")
+    line = _one_line(_train(model, tmp_path / "b", steps=2))
+    assert "model_files" in line, line
+
+
+def test_a_finished_run_rerun_with_fewer_steps_keeps_only_their_rows(cold_model, tmp_path):
+    import shutil
+
+    out = tmp_path / "run"
+    assert _train(cold_model, out, "--save-steps", "2", "--logging-steps", "1", steps=3).exit_code == 0
+    assert _loss_steps(out) == [1, 2, 3]
+    shutil.rmtree(out / "checkpoint-3")  # as if killed after logging step 3, before its checkpoint
+    again = _train(cold_model, out, "--save-steps", "2", "--logging-steps", "1", steps=2)
+    assert again.exit_code == 0, again.output
+    assert _loss_steps(out) == [1, 2]  # the weights are checkpoint-2's: step 3's row is not theirs
+
+
 @pytest.mark.parametrize("count", [2, 4])
 def test_rerunning_a_finished_run_keeps_its_metrics_and_weights(cold_model, tmp_path, count):
     """A run whose last checkpoint reached --max-steps trains nothing more: metrics.csv keeps

@@ -206,8 +206,24 @@ def test_estimate_records_its_reference_folder_so_a_relative_path_still_names_it
     anchor = _anchor_config(tmp_path / "anchor", recorded)
     monkeypatch.chdir(tmp_path)  # "tiny" names nothing here
     check_reference(str(model), str(anchor))
+    estimate(EstimateSpec(ref=str(model), proposal=str(model), tasks="knapsack", difficulty="easy", prompts=1,
+                          samples=1, max_tokens=2), tmp_path / "logz")  # the same models by another path: resumes
     with pytest.raises(UsageError):
         check_reference(str(tmp_path), str(anchor))
+    (tmp_path / "elsewhere").mkdir()  # "./tiny" here is another model: the labels would mix two references
+    write_tiny_model(tmp_path / "elsewhere" / "tiny", seed=3, warm_steps=0)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(UsageError, match="holds an estimate with other settings.*ref_weights"):
+        estimate(EstimateSpec(ref="tiny", proposal="tiny", tasks="knapsack", difficulty="easy", prompts=1, samples=1,
+                              max_tokens=2), tmp_path / "logz")
+    with pytest.raises(UsageError, match=f"estimated with the reference model '{model.resolve()}'"):
+        check_reference("tiny", str(anchor))
+    copy = tmp_path / "copy"  # the reference's very files elsewhere: the same model
+    __import__("shutil").copytree(model, copy)
+    check_reference(str(copy), str(anchor))
+    (model / "model.safetensors").write_bytes((copy.parent / "elsewhere" / "tiny" / "model.safetensors").read_bytes())
+    with pytest.raises(UsageError, match="its files have changed since"):
+        check_reference(str(model), str(anchor))
 
 
 def test_disa_trains_from_its_reference_by_any_path_and_refuses_another_model(tiny_text_cold, tmp_path):

@@ -193,6 +193,11 @@ def test_tiny_model_and_sft_never_write_into_a_users_folder(tiny_text, tmp_path)
     assert tuned.exit_code == 2 and "exists and is not empty" in tuned.output, tuned.output
     assert [p.name for p in tmp_path.iterdir()] == ["mine"]  # no staging folder left beside it
     assert [p.name for p in mine.iterdir()] == ["config.json"] and (mine / "config.json").read_text() == '{"mine": true}'
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "empty")  # a link cannot be replaced by the finished folder
+    tuned = CliRunner().invoke(app, ["sft", "--model", str(tiny_text), "--out", str(tmp_path / "link"), "--tasks",
+                                     "knapsack", "--difficulty", "easy", "--count", "2", "--max-steps", "1"])
+    assert tuned.exit_code == 2 and "is a link or a mount point" in tuned.output, tuned.output
     made = CliRunner().invoke(app, ["tiny-model", "--out", str(tmp_path / "new"), "--warm-steps", "0"])
     assert made.exit_code == 0 and (tmp_path / "new" / "model.safetensors").is_file(), made.output
 
@@ -220,3 +225,23 @@ def test_metrics_csv_is_never_left_half_written(tmp_path, monkeypatch):
         log.on_log(None, state, None, logs={"loss": 2.0, "reward": 4.0})
     assert (tmp_path / "metrics.csv").read_text() == before
     assert [r["step"] for r in MetricsLog(str(tmp_path)).rows] == [1, 2, 3]
+
+
+def test_a_resumed_curriculum_continues_at_its_checkpoints_levels(tiny_text, tmp_path):
+    """A linear curriculum climbs a level a step; stopped after step 2 (its checkpoint at level 3)
+    and extended to 3 steps, the resumed run's step 3 moves 3 -> 4, not from the start level."""
+    out = tmp_path / "run"
+
+    def train(steps: int):
+        result = CliRunner().invoke(app, [
+            "train", "--model", str(tiny_text), "--algo", "grpo", "--tasks", "knapsack", "--curriculum", "linear",
+            "--curriculum-start", "1", "--curriculum-every", "1", "--max-steps", str(steps), "--num-generations", "2",
+            "--per-device-train-batch-size", "2", "--max-completion-length", "4", "--report-to", "none",
+            "--save-steps", "2", "--output-dir", str(out)])
+        assert result.exit_code == 0, result.output
+        return [json.loads(line) for line in (out / "curriculum.jsonl").read_text().splitlines()]
+
+    assert [s["levels"]["knapsack"] for s in train(2)] == [2, 3]
+    steps = train(3)
+    assert [s["levels"]["knapsack"] for s in steps] == [2, 3, 4]
+    assert steps[-1]["changes"] == [{"task": "knapsack", "from": 3, "to": 4}]

@@ -46,11 +46,18 @@ class CurriculumCallback(TrainerCallback, ExportableState):
         if getattr(args, "shuffle_dataset", False):
             raise UsageError("a curriculum draws its instances in order: set shuffle_dataset=False in the trainer's "
                              "config (a shuffle buffer would draw ~1000 instances ahead of the levels)")
-        path = Path(args.output_dir) / "curriculum.jsonl"
-        if path.exists() and state.is_world_process_zero:  # a resumed run redoes the steps after its checkpoint
-            raw = path.read_text()
-            lines = raw.splitlines() if raw.endswith("\n") else raw.splitlines()[:-1]  # a kill can cut the last
-            kept = [line for line in lines if json.loads(line)["step"] <= state.global_step]
+        if state.is_world_process_zero:  # a resumed run redoes the steps after its checkpoint
+            self.keep_until(args.output_dir, state.global_step)
+
+    def keep_until(self, output_dir: str, step: int) -> None:
+        """curriculum.jsonl's lines of the steps up to `step` only (a torn last line dropped)."""
+        path = Path(output_dir) / "curriculum.jsonl"
+        if not path.exists():
+            return
+        raw = path.read_text()
+        lines = raw.splitlines() if raw.endswith("\n") else raw.splitlines()[:-1]  # a kill can cut the last
+        kept = [line for line in lines if json.loads(line)["step"] <= step]
+        if kept != raw.splitlines():
             atomic_write(path, "".join(line + "\n" for line in kept))
 
     def on_step_end(self, args, state, control, **kwargs):

@@ -15,6 +15,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from mmnp.errors import UsageError
+from mmnp.evaluation.models import weights_fingerprint
 from mmnp.files import atomic_write
 from mmnp.trainers.rewards import get_reward
 from mmnp.trainers.spec import TrainSpec, model_identity, same_model
@@ -39,21 +40,30 @@ class MetricsLog(TrainerCallback):
         # stay, those an interrupted run logged after it are redone
         self.rows = [r for r in self.rows if r["step"] <= state.global_step]
 
+    def keep_until(self, output_dir: str, step: int) -> None:
+        """Only the rows of the steps the weights have (a finished run rerun with a lower --max-steps)."""
+        if any(r["step"] > step for r in self.rows):
+            self.rows = [r for r in self.rows if r["step"] <= step]
+            self._write()
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not state.is_world_process_zero:
             return
         row = {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, (int, float))}}
         self.rows.append(row)
+        self._write()
+        if self.console is not None:
+            keys = [k for k in self.shown if k in row]
+            self.console.print(f"[bold]step {state.global_step}[/] " +
+                               "  ".join(f"{k} {row[k]:.4g}" for k in keys), highlight=False)
+
+    def _write(self) -> None:
         columns = sorted({k for r in self.rows for k in r}, key=lambda k: (k != "step", k))
         text = io.StringIO(newline="")
         writer = csv.DictWriter(text, columns)
         writer.writeheader()
         writer.writerows(self.rows)
         atomic_write(self.path, text.getvalue())  # a kill mid-write never leaves the rows half there
-        if self.console is not None:
-            keys = [k for k in self.shown if k in row]
-            self.console.print(f"[bold]step {state.global_step}[/] " +
-                               "  ".join(f"{k} {row[k]:.4g}" for k in keys), highlight=False)
 
 
 def build_trainer(spec: TrainSpec, console=None):
@@ -78,7 +88,9 @@ def build_trainer(spec: TrainSpec, console=None):
     schedule = curriculum_spec(spec)
     config = config_class(**config_values, **spec.options, bf16=bf16, seed=spec.seed,  # checks the options
                           use_cpu=not torch.cuda.is_available(), save_strategy="steps", log_completions=False,
-                          remove_unused_columns=False, **({"shuffle_dataset": False} if schedule else {}))
+                          remove_unused_columns=False,  # a curriculum's levels resume with its checkpoint:
+                          **({"shuffle_dataset": False, "restore_callback_states_from_checkpoint": True}
+                             if schedule else {}))
     check_resumable(spec, config)  # before anything loads
     vision = getattr(AutoConfig.from_pretrained(spec.model), "vision_config", None) is not None
     if spec.modality == "image" and not vision:
@@ -120,6 +132,9 @@ def train(trainer, spec: TrainSpec) -> Path:
             return out_dir
         trainer._load_from_checkpoint(last)
         saved["max_steps"] = done  # the steps its weights have, should --max-steps now be lower
+        for callback in trainer.callback_handler.callbacks:  # and the logs of those steps only
+            if trainer.is_world_process_zero() and callable(getattr(callback, "keep_until", None)):
+                callback.keep_until(str(out_dir), done)
     else:
         trainer.train(resume_from_checkpoint=last)
     trainer.save_model(str(out_dir))
@@ -144,12 +159,25 @@ def run_record(spec: TrainSpec, config) -> dict:
     record = {f.name: getattr(spec, f.name) for f in fields(TrainSpec)
               if f.name not in RESUMABLE and f.name != "options"}
     record["model"] = model_identity(spec.model)
+    record["model_files"] = weights_fingerprint(spec.model)  # a rebuilt model under the same path is another run
     record["data"] = None if spec.data is None else model_identity(spec.data)
+    record["data_content"] = None if spec.data is None else _data_content(spec.data)
     record["steps_per_generation"] = config.steps_per_generation
     options = {f.name: getattr(config, f.name) for f in own_options(spec.algo)}
-    record["options"] = {k: model_identity(v) if isinstance(v, str) and Path(v).is_dir() else v
-                         for k, v in options.items()}
+    record["options"] = {k: f"{model_identity(v)} (files {weights_fingerprint(v)})"  # a folder (DISA's anchor)
+                         if isinstance(v, str) and Path(v).is_dir() else v for k, v in options.items()}
     return json.loads(json.dumps(record))  # as read back from the file
+
+
+def _data_content(data: str) -> str:
+    """The --data a run trains on, by its content: the dataset's benchmark and references hashes."""
+    from mmnp.dataset import locate_data, open_dataset
+    from mmnp.export import load_export
+
+    kind, where = locate_data(data)
+    source = open_dataset(where) if kind == "folder" else load_export(where if kind == "export" else f"hf://{where}")
+    identity = source.identity()
+    return f"{identity['benchmark_hash']}:{identity['references_hash']}"
 
 
 def check_resumable(spec: TrainSpec, config) -> None:

@@ -15,6 +15,7 @@ import torch
 from trl import GRPOConfig
 
 from mmnp.errors import UsageError
+from mmnp.evaluation.models import weights_fingerprint
 from mmnp.trainers.rewards import get_reward
 from mmnp.trainers.algorithms import register_algorithm
 from mmnp.trainers.base import GroupScores, MMNPTrainer, SelfTest, length_normalised
@@ -57,9 +58,16 @@ def check_reference(model, logz: str | None) -> None:
     if not isinstance(recorded, str):  # every `mmnp disa estimate` records it: an anchor made some other way
         raise UsageError(f"{path} names no reference model (its estimate.ref): the policy cannot be checked against "
                          "pi_ref; estimate and fit the anchor with `mmnp disa estimate` and `mmnp disa fit`")
+    weights, given_weights = estimate.get("ref_weights"), weights_fingerprint(str(given))
+    if weights and given_weights:  # local folders: the same files, wherever they are
+        if given_weights == weights:
+            return
+        if same_model(recorded, str(given)):
+            raise UsageError(f"--model {given}: its files have changed since --logz {logz} was estimated with it "
+                             "(another checkpoint under the same path); estimate and fit an anchor for it")
     if not same_model(recorded, str(given)):
-        raise UsageError(f"--logz {logz} was estimated with the reference model {estimate.get('ref')!r}, not "
-                         f"{str(given)!r}: train with --model {estimate.get('ref')} (the policy starts at pi_ref), "
+        raise UsageError(f"--logz {logz} was estimated with the reference model {recorded!r}, not "
+                         f"{str(given)!r}: train with --model {recorded} (the policy starts at pi_ref), "
                          f"or estimate and fit an anchor for this model")
 
 

@@ -42,6 +42,7 @@ from mmnp.errors import UsageError
 from mmnp.samplelog import JsonlLog
 from mmnp.registry import list_tasks
 from mmnp.trainers.rewards import get_reward, record_payload
+from mmnp.evaluation.models import weights_fingerprint
 from mmnp.trainers.spec import model_identity
 
 
@@ -203,11 +204,20 @@ def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int],
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tasks = [t.name for t in list_tasks()]  # the size features' one-hot, stored with the estimate
-    meta = {**spec.__dict__, "size_tasks": tasks}
+    # the models by folder (whatever path names them, or their hub id) and by their files' content
+    meta = {**spec.__dict__, "size_tasks": tasks, "ref_path": model_identity(spec.ref),
+            "proposal_path": model_identity(spec.proposal), "ref_weights": weights_fingerprint(spec.ref),
+            "proposal_weights": weights_fingerprint(spec.proposal)}
     meta_path = out / ESTIMATE
-    if meta_path.exists() and {k: v for k, v in json.loads(meta_path.read_text()).items() if k != "ref_path"} != meta:
-        raise UsageError(f"{out} holds an estimate with other settings; use another --out or delete it")
-    meta["ref_path"] = model_identity(spec.ref)  # the reference's folder, whatever path names it (or its hub id)
+    if meta_path.exists():  # a resumed estimate: its labels so far must come from the same models and settings
+        stored = json.loads(meta_path.read_text())
+        same_files = {f"{role}_path" for role in ("ref", "proposal")  # a local folder is its files, wherever it is
+                      if meta[f"{role}_weights"] is not None and stored.get(f"{role}_weights") == meta[f"{role}_weights"]}
+        differ = [f"{key} {stored.get(key)!r} -> {value!r}" for key, value in meta.items()
+                  if key not in ("ref", "proposal", *same_files) and stored.get(key) != value]
+        if differ:
+            raise UsageError(f"{out} holds an estimate with other settings ({'; '.join(differ)}); resume it with its "
+                             "own, or use another --out")
     atomic_write(meta_path, json.dumps(meta, indent=1))
     labels = JsonlLog(out / LABELS, key_of=lambda r: r["id"])  # cuts a torn last line: resumes cleanly
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
