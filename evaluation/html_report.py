@@ -255,12 +255,12 @@ def run_instances(run: Run) -> tuple[Callable[[str], Instance | None], str | Non
 
     dataset = run.results.get("dataset") if isinstance(run.results.get("dataset"), dict) else {}
     nowhere = lambda instance_id: None  # noqa: E731
-    if isinstance(dataset.get("path"), str) and not dataset["path"].startswith("hf://") \
-            and not Path(dataset["path"]).exists():
-        return nowhere, f"{run.label}: its dataset {dataset['path']} is not there; samples shown without instances"
-    if isinstance(dataset.get("path"), str) and Path(dataset["path"]).exists():
+    path = dataset.get("path")
+    if isinstance(path, str) and not path.startswith("hf://"):  # a Hub dataset is not fetched for a report
+        if not Path(path).exists():
+            return nowhere, f"{run.label}: its dataset {path} is not there; samples shown without instances"
         try:
-            kind, where = locate_data(dataset["path"])
+            kind, where = locate_data(path)
             if kind == "folder":
                 opened = open_dataset(where, allow_modified=dataset.get("modified") is True)
                 by_id = {inst.id: inst for inst in opened.instances()}
@@ -268,10 +268,10 @@ def run_instances(run: Run) -> tuple[Callable[[str], Instance | None], str | Non
                 opened = load_export(where)
                 by_id = {inst.id: inst for inst in opened.instances}
         except (OSError, MMNPError) as e:
-            return nowhere, f"{run.label}: its dataset {dataset['path']} cannot be read ({e}); samples shown without instances"
+            return nowhere, f"{run.label}: its dataset {path} cannot be read ({e}); samples shown without instances"
         if opened.identity()["benchmark_hash"] != dataset.get("benchmark_hash"):
-            return nowhere, (f"{run.label}: its dataset {dataset['path']} has changed since the run (another benchmark "
-                             "hash); samples shown without instances")
+            return nowhere, (f"{run.label}: its dataset {path} has changed since the run (another benchmark hash); "
+                             "samples shown without instances")
         return by_id.get, None
     generated = dataset.get("generated")
     if not isinstance(generated, dict) or not isinstance(generated.get("seed"), int):

@@ -7,8 +7,10 @@ nothing; a missing dependency is a one-line error naming the extra to install.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mmnp.errors import UsageError
@@ -36,12 +38,9 @@ MODEL_FILES = (".json", ".safetensors", ".bin", ".pt", ".pth", ".model", ".txt",
 
 def weights_fingerprint(path: str) -> str | None:
     """SHA-256 over the model files (`MODEL_FILES`) of a local model folder (its top level: what
-    `from_pretrained` and vLLM read; names, sizes and contents), None for a name that is not a local folder. A resumed
-    run compares it, so that weights replaced under the same path (a retrained checkpoint) never
-    mix two models' samples in one score. Reads every byte: ~1-2 GB/s, seconds for a 7B model."""
-    import hashlib
-    from pathlib import Path
-
+    `from_pretrained` and vLLM read; names, sizes and contents), None for a name that is not a
+    local folder. Resumed runs compare it, so that weights replaced under the same path (a
+    retrained checkpoint) never mix two models in one score. Reads every byte: ~1-2 GB/s."""
     folder = Path(path)
     if not folder.is_dir():
         return None

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from mmnp.errors import DataError
+from mmnp.errors import DataError, UsageError
 
 T = TypeVar("T")
 
@@ -58,8 +58,6 @@ def remove_temporaries(folder: Path, owns=lambda name: True) -> list[Path]:
 def check_new_folder(out: Path) -> None:
     """Refuse an --out folder that exists with something in it (or is a file): mmnp writes whole
     new folders (`write_whole_folder`), never into or over a user's."""
-    from mmnp.errors import UsageError
-
     out = Path(out)
     if out.is_symlink() or os.path.ismount(out):  # it could not be replaced by the finished folder
         raise UsageError(f"--out {out} is a link or a mount point; give a new folder's path")
@@ -99,12 +97,10 @@ def check_out_file(out: Path, example: str) -> None:
     """Refuse an --out that is a folder, lies under a file, would replace one of mmnp's own files,
     or lies inside a dataset folder (whose every file its manifest vouches for): a report or a
     picture is written beside data, never over it. `example` is a file name to suggest."""
-    from mmnp.errors import UsageError
-
     out = Path(out)
     if out.is_dir():
         raise UsageError(f"--out {out} is a folder; give a file path such as {out / example}")
-    for parent in out.parents:
+    for parent in out.absolute().parents:
         if parent.exists() and not parent.is_dir():
             raise UsageError(f"--out {out}: {parent} is a file, not a folder; choose another path")
         if (parent / "manifest.json").is_file():

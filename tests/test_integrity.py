@@ -533,7 +533,7 @@ def test_instance_ids_round_trip_and_bad_ids_are_usage_errors(pristine):
     assert LOG.startswith(".")
 
 
-def test_show_never_writes_over_a_dataset(data, tmp_path):
+def test_show_never_writes_over_a_dataset(data, tmp_path, monkeypatch):
     """`mmnp show --out` into a dataset folder (its manifest, a shard, a picture) would break what the
     manifest vouches for: refused, as is a folder; beside the data it writes."""
     d = data
@@ -543,6 +543,9 @@ def test_show_never_writes_over_a_dataset(data, tmp_path):
                       (d, "is a folder")):
         result = runner.invoke(app, ["show", "--data", str(d), "--id", "tsp-easy-0000", "--out", str(out)])
         assert result.exit_code == 2 and said in result.output, result.output
+    monkeypatch.chdir(d / "tsp")  # a relative --out from inside the dataset too
+    result = runner.invoke(app, ["show", "--data", str(d), "--id", "tsp-easy-0000", "--out", "shown.png"])
+    assert result.exit_code == 2 and "lies inside the dataset folder" in result.output, result.output
     assert _tree(d) == before
     _cli("show", "--data", str(d), "--id", "tsp-easy-0000", "--out", str(tmp_path / "shown.png"))
     assert (tmp_path / "shown.png").read_bytes().startswith(b"\x89PNG")
