@@ -249,8 +249,7 @@ def run_instances(run: Run) -> tuple[Callable[[str], Instance | None], str | Non
     ran it; else nowhere (the answers are shown without instances, and the line says why: an
     answer drawn over another instance, with the run's verdict beside it, would be a false page)."""
     from mmnp import __version__
-    from mmnp.dataset import instance_seed, locate_data, open_dataset, parse_instance_id
-    from mmnp.export import load_export
+    from mmnp.dataset import Dataset, instance_seed, open_data, parse_instance_id
     from mmnp.registry import get_task
 
     dataset = run.results.get("dataset") if isinstance(run.results.get("dataset"), dict) else {}
@@ -260,13 +259,8 @@ def run_instances(run: Run) -> tuple[Callable[[str], Instance | None], str | Non
         if not Path(path).exists():
             return nowhere, f"{run.label}: its dataset {path} is not there; samples shown without instances"
         try:
-            kind, where = locate_data(path)
-            if kind == "folder":
-                opened = open_dataset(where, allow_modified=dataset.get("modified") is True)
-                by_id = {inst.id: inst for inst in opened.instances()}
-            else:
-                opened = load_export(where)
-                by_id = {inst.id: inst for inst in opened.instances}
+            opened = open_data(path, allow_modified=dataset.get("modified") is True)
+            by_id = {inst.id: inst for inst in (opened.instances() if isinstance(opened, Dataset) else opened.instances)}
         except (OSError, MMNPError) as e:
             return nowhere, f"{run.label}: its dataset {path} cannot be read ({e}); samples shown without instances"
         if opened.identity()["benchmark_hash"] != dataset.get("benchmark_hash"):

@@ -31,10 +31,10 @@ from mmnp.dataset import atomic_write
 from mmnp.errors import DataError, RunError, UsageError
 from mmnp.evaluation.backend import (MESSAGES_TEMPLATE, Backend, Completion, Request, Sampling, backend_class,
                                     split_model)
-from mmnp.evaluation.delivery import FAILED, PASSED, Delivery, image_probe_block
+from mmnp.evaluation.delivery import FAILED, NOT_APPLICABLE, PASSED, UNCHECKED, Delivery, image_probe_block
 from mmnp.evaluation.metrics import aggregate, instance_metrics
 from mmnp.evaluation.schema import PROBE, RESULTS, ImageProbe, ProbeGroup, ProbeMetrics, Results
-from mmnp.samplelog import SAMPLES, FolderLock, SampleLog, dumps_line, sample_key
+from mmnp.samplelog import SAMPLES, FolderLock, SampleLog, sample_key
 from mmnp.registry import get_task, list_tasks
 from mmnp.transcribe import probe_prompt
 
@@ -243,7 +243,7 @@ def _request(inst: Instance, modality: str, sample: int, config: EvalConfig,
 VERDICT_FIELDS = ("parsed", "feasible", "objective", "ratio", "opt_ratio", "canonical", "violations", "parse_error")
 PROBE_FIELDS = ("exact", "field_f1")
 ROUND_FIELDS = ("feasible", "objective", "ratio", "opt_ratio", "messages_sha256")
-IMAGE_CHECKS = (None, "passed", "failed", "unchecked", "not_applicable")  # a record's `image_check`
+IMAGE_CHECKS = (None, PASSED, FAILED, UNCHECKED, NOT_APPLICABLE)  # a record's `image_check`
 
 
 def check_stored(log: SampleLog, instances: list[Instance], config: EvalConfig,
@@ -274,11 +274,12 @@ def check_stored(log: SampleLog, instances: list[Instance], config: EvalConfig,
             _check_shape(record, inst, modality, k)
             history = _history(record) if config.rounds > 1 and modality != PROBE else ()
             request = _request(inst, modality, k, config, loader, history=history)
-            if record.get("messages_sha256") != request.messages_sha256():
+            sent = request.messages_sha256()
+            if record.get("messages_sha256") != sent:
                 stale.append(key)
                 del log.records[key]
                 continue
-            fresh = _verified(record, request, config.rounds)
+            fresh = _verified(record, request, sent, config.rounds)
             if rescore:
                 log.records[key] = {**record, **fresh}
                 continue
@@ -315,14 +316,15 @@ def _history(record: dict) -> tuple[tuple[str, str], ...]:
     return turns
 
 
-def _verified(record: dict, request: Request, rounds: int) -> dict:
+def _verified(record: dict, request: Request, sent: str, rounds: int) -> dict:
     """A stored record's verdict fields as its answers earn them now: its own answer's (a failed
-    call's: the failure's), and with --rounds every answered round's scores (`per_round`)."""
+    call's: the failure's), and with --rounds every answered round's scores (`per_round`);
+    `sent` is the hash of the request's messages."""
     if request.modality == PROBE:
         fresh = score_probe(request, _stored_completion(record))
         return {name: _jsonable(fresh[name]) for name in PROBE_FIELDS}
     inst, modality, sample = request.instance, request.modality, request.sample
-    fresh = score(inst, modality, sample, _stored_completion(record), request.messages_sha256())
+    fresh = score(inst, modality, sample, _stored_completion(record), sent)
     verified = {name: _jsonable(fresh[name]) for name in VERDICT_FIELDS}
     if rounds > 1:
         answers = [answer for answer, _ in request.history] + ([] if record["failed"] else [record["response"]])

@@ -318,13 +318,7 @@ def select_instances(tasks: str | list[str], difficulties: list[str], *, data: s
     names = [t.name for t in resolve_tasks(tasks)]
     difficulties = list(difficulties)
     if data is not None:
-        kind, where = locate_data(data)
-        if kind == "folder":
-            source: Any = open_dataset(where, allow_modified=allow_modified)
-        else:
-            from mmnp.export import load_export
-
-            source = load_export(where if kind == "export" else f"hf://{where}")
+        source = open_data(data, allow_modified=allow_modified)
         found = source.instances(names, difficulties) if isinstance(source, Dataset) else source.instances
         instances = _first(found, names, difficulties, limit, data)
         identity = source.identity()
@@ -348,14 +342,18 @@ def image_loader(data: str | Path | None, image_size: int = 768) -> Callable[[In
     renders it for generated instances."""
     if data is None:
         return lambda inst: get_task(inst.task).render(inst, image_size)
+    return Selection([], {}, open_data(data), image_size).image
+
+
+def open_data(data: str | Path, *, allow_modified: bool = False) -> Any:
+    """What --data names, read and checked: a dataset folder (`Dataset`), or an export or Hub
+    dataset (`mmnp.export.Export`); both give `identity()` and their instances."""
     kind, where = locate_data(data)
     if kind == "folder":
-        source: Any = open_dataset(where)
-    else:
-        from mmnp.export import load_export
+        return open_dataset(where, allow_modified=allow_modified)
+    from mmnp.export import load_export
 
-        source = load_export(where if kind == "export" else f"hf://{where}")
-    return Selection([], {}, source, image_size).image
+    return load_export(where if kind == "export" else f"hf://{where}")
 
 
 def _first(instances: Iterable[Instance], names: list[str], difficulties: list[str], limit: int | None,
@@ -377,6 +375,6 @@ __all__ = [
     "FORMAT_VERSION", "IN_PROGRESS", "LOG", "MANIFEST", "PRESETS", "SEED_STRIDE", "Dataset", "GenerateSpec",
     "Selection", "UnknownInstanceError", "atomic_write", "build_manifest", "dataset_identity",
     "find_instance", "generate_dataset", "image_loader", "image_path", "instance_id", "instance_seed",
-    "load_dataset", "locate_data", "merge_parts", "open_dataset", "parse_instance_id", "parse_part", "preset_of",
+    "load_dataset", "locate_data", "merge_parts", "open_data", "open_dataset", "parse_instance_id", "parse_part", "preset_of",
     "preset_spec", "read_manifest", "select_instances",
 ]

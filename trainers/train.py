@@ -171,12 +171,9 @@ def run_record(spec: TrainSpec, config) -> dict:
 
 def _data_content(data: str) -> str:
     """The --data a run trains on, by its content: the dataset's benchmark and references hashes."""
-    from mmnp.dataset import locate_data, open_dataset
-    from mmnp.export import load_export
+    from mmnp.dataset import open_data
 
-    kind, where = locate_data(data)
-    source = open_dataset(where) if kind == "folder" else load_export(where if kind == "export" else f"hf://{where}")
-    identity = source.identity()
+    identity = open_data(data).identity()
     return f"{identity['benchmark_hash']}:{identity['references_hash']}"
 
 
