@@ -77,7 +77,7 @@ def generate(
     images: bool = typer.Option(True, "--images/--no-images", help="Render PNG images."),
     optimal: bool = typer.Option(True, "--optimal/--no-optimal",
                                  help="Run the exact OR-Tools solver for best-known references."),
-    image_size: Optional[int] = typer.Option(None, help="Image height in pixels. [default: 768]"),
+    image_size: Optional[int] = typer.Option(None, help="Image width in pixels (the height follows the picture). [default: 768]"),
     time_limit: Optional[float] = typer.Option(None, help="Exact solver's deterministic time limit per instance "
                                                           "(CP-SAT work units, not wall-clock seconds). [default: 10]"),
     overwrite: bool = typer.Option(False, help="Replace a dataset in --out (only the files its manifest lists)."),
@@ -316,7 +316,7 @@ def show(
     out: Path = typer.Option(..., "--out", "-o", help="PNG file to write."),
     answer: Optional[str] = typer.Option(None, help="An answer to draw over the instance."),
     answer_file: Optional[Path] = typer.Option(None, help="Read the answer from a file ('-' for stdin)."),
-    size: int = typer.Option(768, help="Image height in pixels."),
+    size: int = typer.Option(768, help="Image width in pixels (the height follows the picture)."),
     allow_modified: bool = typer.Option(False, "--allow-modified", help=ALLOW_MODIFIED_HELP),
 ) -> None:
     """Draw an instance, with an answer and its violations overlaid when one is given."""

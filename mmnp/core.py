@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 T = TypeVar("T")
 _PREPARED: OrderedDict[tuple[int, str], tuple[Any, Any]] = OrderedDict()
@@ -45,6 +45,17 @@ def prepared(source: Any, name: str, build: Callable[[Any], T]) -> T:
     return value
 
 
+WHERE_STORED = 100
+
+
+def reward_digest(record: Mapping[str, Any]) -> str:
+    """The digest a reward record carries of what it scores with (id, task, instance, reference
+    objectives): a row edited after mmnp wrote it (a raised capacity, a reference objective of 1)
+    no longer matches it, and the reward refuses it instead of scoring against it."""
+    scored = [record["id"], record["task"], record["instance"], record["reference_objective"], record["best_objective"]]
+    return hashlib.sha256(json.dumps(scored, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     """One broken rule, with the elements involved so a renderer can mark them."""
@@ -54,7 +65,10 @@ class Violation:
     where: tuple = ()
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "message": self.message, "where": json.loads(json.dumps(self.where))}
+        """As a sample log stores it: `where` holds the first WHERE_STORED elements (the message
+        counts them all), so an answer naming every pair of a 1,000-vertex graph stays a short
+        record, not megabytes per sample; the in-memory `where` (what a picture marks) stays whole."""
+        return {"kind": self.kind, "message": self.message, "where": json.loads(json.dumps(self.where[:WHERE_STORED]))}
 
 
 def violation(kind: str, what: str, items: list, fmt=str, limit: int = 8) -> Violation:
@@ -171,8 +185,9 @@ class Instance:
     def to_reward_record(self) -> dict:
         """What a reward function needs and nothing more: the data and the reference objectives
         (the `mmnp_instance` column of training data; no prompt, picture or solutions)."""
-        return {"id": self.id, "task": self.task, "instance": self.data,
-                "reference_objective": self.reference_objective, "best_objective": self.best_objective}
+        record = {"id": self.id, "task": self.task, "instance": self.data,
+                  "reference_objective": self.reference_objective, "best_objective": self.best_objective}
+        return {**record, "digest": reward_digest(record)}
 
     @classmethod
     def from_record(cls, record: dict) -> Instance:
@@ -203,9 +218,14 @@ class Instance:
 
     @property
     def best_objective(self) -> float:
-        """The best-known objective: a published optimum (imported instances), else the exact
-        solver's when it ran, else the heuristic's."""
-        for source in ("published", "optimal"):
-            if self.reference.get(source):
-                return self.reference[source]["objective"]
-        return self.reference_objective
+        """The best-known objective: the best of a published value (imported instances), the exact
+        solver's when it ran, and the heuristic's. A published value is a claim: an unproven one
+        that the references' own feasible answers beat is stale, and would put ratios above 1."""
+        from mmnp.registry import get_task
+
+        task = get_task(self.task)
+        best = self.reference_objective
+        for source in ("optimal", "published"):
+            if self.reference.get(source) and not task.is_better(best, self.reference[source]["objective"]):
+                best = self.reference[source]["objective"]
+        return best

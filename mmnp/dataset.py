@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -143,6 +144,8 @@ class Dataset:
 
     def _instance(self, line: bytes, digest: Digest) -> Instance:
         inst = parse_line(line, digest)
+        if self.allow_modified:
+            _check_edited(inst, digest.where)
         if not self.allow_modified and (inst.image is None) != (self._pngs.get(inst.id, NO_IMAGE) == NO_IMAGE):
             raise DataError(f"{digest.where}: record {inst.id} {'names' if inst.image else 'has no'} picture, "
                             f"{MANIFEST} lists {'none' if inst.image else 'one'}")
@@ -159,7 +162,7 @@ class Dataset:
             raise DataError(f"{path}: cannot read the image of {inst.id} ({e.strerror or e})") from None
         if hashlib.sha256(png).hexdigest() != self._pngs.get(inst.id):
             raise DataError(f"{path}: the image of {inst.id} differs from the one the dataset lists; "
-                            "regenerate it (rerun `mmnp generate`) or pass --allow-modified")
+                            f"{_remedy(self.manifest)}")
         return png
 
     def find(self, id: str) -> Instance:
@@ -209,13 +212,46 @@ def open_dataset(path: str | Path, *, allow_modified: bool = False) -> Dataset:
                                              actual.__getitem__ if actual is not None else None, str(path / MANIFEST))
     if problems and not allow_modified:
         more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
-        raise DataError(f"{problems[0]}{more}. The dataset differs from its manifest: rerun the "
-                        "`mmnp generate` command that made it to repair it, or pass --allow-modified to use "
-                        "the edited data on purpose (results are then marked modified)")
+        raise DataError(f"{problems[0]}{more}. The dataset differs from its manifest: {_remedy(manifest)}")
     dataset.problems = problems
     if actual is not None:
         dataset._pngs.update((d.id, png) for d, png in actual.items())
     return dataset
+
+
+def _remedy(manifest: dict) -> str:
+    """What to do about a dataset that differs from its manifest: make it again the way it was
+    made (generated or imported), or use the edit on purpose where a command takes the flag."""
+    made = "`mmnp import` command" if "import" in manifest["arguments"] else "`mmnp generate` command"
+    return (f"rerun the {made} that made it to repair it, or, with `mmnp eval`, `verify` or `show`, pass "
+            "--allow-modified to use the edited data on purpose (results are then marked modified)")
+
+
+def _check_edited(inst: Instance, where: str) -> None:
+    """An edited record (--allow-modified) is used as edited (its results marked modified) only
+    while mmnp can score against it: every recorded objective a number, and the task's check runs
+    on its data and its recorded solutions. Else one line here, not a traceback mid-run."""
+    task = get_task(inst.task)
+    reference = inst.reference if isinstance(inst.reference, dict) else {}
+    fix = "undo the edit, or keep the record's shape as `mmnp generate` writes it"
+    for source in ("heuristic", "planted", "optimal", "published"):
+        made = reference.get(source)
+        if made is None and source != "heuristic":
+            continue
+        if not isinstance(made, dict) or not _number(made.get("objective")):
+            raise DataError(f"{where}: {inst.id}: its {source} reference has no objective (a number >= 0); {fix}")
+        if source == "published":
+            continue
+        try:
+            task.verifier.check(inst.data, made["solution"])
+        except Exception as e:  # noqa: BLE001 - edited data: any shape may come
+            raise DataError(f"{where}: {inst.id}: its instance or its {source} reference is malformed "
+                            f"({type(e).__name__}); {fix}") from None
+
+
+def _number(value: Any) -> bool:
+    """An objective as a task computes one: every task's is a finite number >= 0."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def _actual_pictures(dataset: Dataset) -> dict[Digest, str]:

@@ -83,6 +83,9 @@ class GenerateSpec:
         if not 0 < self.time_limit <= 86400:
             raise UsageError(f"--time-limit must be a positive number of deterministic seconds, got {self.time_limit}")
         check_image_size(self.image_size)
+        for kind, names in (("task", self.tasks), ("difficulty", self.difficulties)):
+            if twice := sorted({name for name in names if names.count(name) > 1}):
+                raise UsageError(f"{kind} {', '.join(twice)} given twice; name each once")
         for name in (*self.tasks, *self.difficulties):
             if not is_name(name):
                 raise UsageError(f"{name!r} is not a task or difficulty name (lower-case letters, digits, _)")
@@ -417,8 +420,10 @@ def generate_dataset(
             # the log, or a repair before `_start` wrote it; the folder is a finished dataset, checked as one
             (out / IN_PROGRESS).unlink()
             state = None
-        if overwrite:
-            _remove_generated(out, state, notify)
+        if overwrite:  # everything checked before anything is deleted
+            removable, kept = _generated_files(out, state)
+            _refuse_foreign_files(out, spec, part, None, ours=removable)
+            _remove_generated(out, removable, kept, notify)
             state = None
         _refuse_foreign_files(out, spec, part, state)
         wanted = _state_for(spec, part)
@@ -624,7 +629,10 @@ def _salvage_shard(out: Path, rel: str, rows: dict[str, str], spec: GenerateSpec
                 raise DataError(f"{where}: {digest.id} does not belong there")
             if rows.get(digest.id) is None or rows[digest.id].split(" ")[1:3] != [digest.record, digest.reference]:
                 raise DataError(f"{where}: record {digest.id} differs from the one generated")
-            parse_line(line, digest)
+            inst = parse_line(line, digest)
+            if wrong := get_task(task).settings_mismatch(inst, spec.overrides(task), spec.optimal,
+                                                        spec.image_size if spec.images else None):
+                raise DataError(f"{where}: {digest.id} was not made with the settings {MANIFEST} names: {wrong}")
             if png != NO_IMAGE:
                 picture = out / image_name(digest.id)
                 try:
@@ -655,16 +663,20 @@ def _refuse_foreign(out: Path) -> None:
                          "them, choose an empty --out")
 
 
-def _refuse_foreign_files(out: Path, spec: GenerateSpec, part: tuple[int, int] | None, state: dict | None) -> None:
+def _refuse_foreign_files(out: Path, spec: GenerateSpec, part: tuple[int, int] | None, state: dict | None,
+                          ours: set[str] | None = None) -> None:
     """Nothing of someone else's may lie where this run will write (mmnp replaces only its own
-    files), and no link may take a write outside the folder."""
+    files), and no link may take a write outside the folder. `ours`: the files --overwrite is
+    about to delete (checked before it deletes any)."""
     for task in spec.tasks:
         check_writable_inside(out, f"{task}/images")
-    if state is not None or (out / MANIFEST).exists():
+    if ours is None and (state is not None or (out / MANIFEST).exists()):
         return  # its own files: resumed, checked or repaired
     for job in jobs_of(spec, part):
         id = _job_id(job)
         for rel in (f"{job[0]}/{job[1]}.jsonl", image_name(id)):
+            if rel in (ours or ()):
+                continue
             if (out / rel).exists() or (out / rel).is_symlink():
                 raise UsageError(f"{out / rel} exists and is not listed by an mmnp manifest here; mmnp never "
                                  "replaces files it did not write: move it away, or choose another --out")
@@ -680,11 +692,11 @@ def _remove_stale_temporaries(out: Path, spec: GenerateSpec) -> None:
         remove_temporaries(out / task / "images", lambda name: name.endswith(".png"))
 
 
-def _remove_generated(out: Path, state: dict | None, notify: Notify | None) -> None:
-    """--overwrite: delete what this folder's own generation wrote and nothing else. A file is
-    deleted only when the folder's mmnp manifest (or unfinished run's log) lists it, it is a plain
-    file reached without a link, and it still holds what was listed (shards record by record,
-    pictures by SHA-256). Anything else stays, and is named."""
+def _generated_files(out: Path, state: dict | None) -> tuple[set[str], list[str]]:
+    """What --overwrite may delete: (the files this folder's own generation wrote, the listed
+    files it must keep, named). A file is deleted only when the folder's mmnp manifest (or
+    unfinished run's log) lists it, it is a plain file reached without a link, and it still holds
+    what was listed (shards record by record, pictures by SHA-256)."""
     listed: dict[str, Callable[[bytes], bool]] = {}
     genuine = _listed_by_manifest(out, listed)
     if state is not None:
@@ -694,8 +706,8 @@ def _remove_generated(out: Path, state: dict | None, notify: Notify | None) -> N
         if any(entry.name != FolderLock.NAME for entry in out.iterdir()):
             raise UsageError(f"{out}: its {MANIFEST} is not one `mmnp generate` wrote, so nothing there is known to be "
                              "mmnp's; refusing to delete anything: choose an empty --out")
-        return
-    kept = []
+        return set(), []
+    removable, kept = set(), []
     for rel, matches in listed.items():
         path = inside(out, rel)
         if path is None or not path.exists():
@@ -703,10 +715,18 @@ def _remove_generated(out: Path, state: dict | None, notify: Notify | None) -> N
                 kept.append(f"{out / rel} (reached through a link)")
             continue
         if path.is_file() and matches(path.read_bytes()):
-            path.unlink()
+            removable.add(rel)
         else:
             kept.append(f"{path} (not what the manifest lists)")
-    for rel in sorted({str(Path(r).parent) for r in listed}, key=len, reverse=True):
+    return removable, kept
+
+
+def _remove_generated(out: Path, removable: set[str], kept: list[str], notify: Notify | None) -> None:
+    """--overwrite: delete `removable` (`_generated_files`) and its emptied folders, and the run's
+    own state files; name what stays."""
+    for rel in removable:
+        (out / rel).unlink()
+    for rel in sorted({str(Path(r).parent) for r in removable}, key=len, reverse=True):
         folder = inside(out, rel)
         if folder is not None and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()

@@ -23,6 +23,7 @@ no whole number, or that the instance's own solutions contradict, is refused too
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -34,6 +35,7 @@ from typing import Any, Callable
 from mmnp.core import Instance, content_hash
 from mmnp.dataset import MANIFEST, atomic_write, build_manifest, instance_id
 from mmnp.errors import DataError, UsageError
+from mmnp.files import check_new_folder, write_whole_folder
 from mmnp.generators.knapsack import MAX_NUMBER  # knapsack weights and values (capacity: MAX_ITEMS times it)
 from mmnp.registry import get_task
 from mmnp.render import check_image_size
@@ -301,6 +303,10 @@ def read_orlib(text: str, where: str, unit_costs: bool = False) -> tuple[str, di
                                     "knapsack weights are positive integers within CP-SAT's range"))
         return "knapsack", {"capacity": capacity, "weights": weights, "values": values}
     if nums.count == 2 + 3 * b:
+        if _reads_as_scp(text, where, unit_costs):
+            raise DataError(f"{head}: this file reads both as Steiner triple covering ({a} points, {b} triples) and "
+                            "as an OR-Library scp file (its count of numbers fits both layouts), so mmnp cannot tell "
+                            "which it is; nothing was imported")
         points = _bounded(a, 1, MAX_SUBSETS, head, "point count (subsets)", "correct the header")
         _bounded(b, 1, MAX_ELEMENTS, head, "triple count (elements)", "correct the header")
         subsets: list[list[int]] = [[] for _ in range(points)]
@@ -310,6 +316,22 @@ def read_orlib(text: str, where: str, unit_costs: bool = False) -> tuple[str, di
             for p in sorted(triple):
                 subsets[p - 1].append(row)
         return "set_cover", {"universe": b, "subsets": subsets}
+    return _read_scp(nums, a, b, head, unit_costs)
+
+
+def _reads_as_scp(text: str, where: str, unit_costs: bool) -> bool:
+    """Whether the whole file is a valid OR-Library scp file too."""
+    nums = _Numbers(text, where)
+    try:
+        a, b = nums.take("the first header number"), nums.take("the second header number")
+        _read_scp(nums, a, b, nums.at(), unit_costs)
+    except DataError:
+        return False
+    return True
+
+
+def _read_scp(nums: _Numbers, a: int, b: int, head: str, unit_costs: bool) -> tuple[str, dict]:
+    """The rest of an OR-Library scp file after its header `a b` (rows, columns)."""
     rows = _bounded(a, 1, MAX_ELEMENTS, head, "row count (elements)",
                     "is this a knapsack, Steiner triple or scp file?")
     cols = _bounded(b, 1, MAX_SUBSETS, head, "column count (subsets)",
@@ -551,27 +573,87 @@ def build_instance(item: Published, index: int, shard: str, optimal: bool = True
 
 def import_dataset(out: str | Path, items: list[Published], spec: ImportSpec, shard: str) -> dict:
     """Write `items` as a dataset in `out` (which must be new or empty); returns its manifest.
-    Every instance is built (and checked) before anything is written, so a refused one leaves
-    no half-written folder."""
+    Every instance is built (and checked) before anything is written, and the folder appears
+    whole or not at all (`write_whole_folder`): a refused instance or a kill leaves no
+    half-written dataset that every later import and reader would refuse."""
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(f"--out {out} exists and is not an empty folder; choose a new one")
+    check_new_folder(out)
+    journal = out.absolute().parent / f".{out.name}.mmnp-import.jsonl"
+    done = _read_journal(journal)
     by_task: dict[str, list[Instance]] = {}
     for item in items:
         built = by_task.setdefault(item.task, [])
-        built.append(build_instance(item, len(built), shard, spec.optimal, spec.time_limit))
-    for task, instances in by_task.items():
-        lines = []
-        for inst in instances:
-            if spec.images:
-                png, picture = get_task(task).picture(inst, spec.image_size)
-                atomic_write(out / task / "images" / f"{inst.id}.png", png)
-                inst = replace(inst, image=f"{task}/images/{inst.id}.png", picture=picture)
-            lines.append(json.dumps(inst.to_record(), ensure_ascii=False, separators=(",", ":")))
-        atomic_write(out / task / f"{shard}.jsonl", "\n".join(lines) + "\n")
-    manifest = build_manifest(out, spec, [(task, shard) for task in by_task])
-    atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        key = _item_key(item, len(built), shard, spec)
+        inst = _resumed(done.get(key), item)
+        if inst is None:
+            inst = build_instance(item, len(built), shard, spec.optimal, spec.time_limit)
+            with open(journal, "a", encoding="utf-8") as log:  # an interrupted import resumes from here
+                log.write(json.dumps({"key": key, "record": inst.to_record()}, separators=(",", ":")) + "\n")
+        built.append(inst)
+
+    def write(folder: Path) -> dict:
+        for task, instances in by_task.items():
+            lines = []
+            for inst in instances:
+                if spec.images:
+                    png, picture = get_task(task).picture(inst, spec.image_size)
+                    atomic_write(folder / task / "images" / f"{inst.id}.png", png)
+                    inst = replace(inst, image=f"{task}/images/{inst.id}.png", picture=picture)
+                lines.append(json.dumps(inst.to_record(), ensure_ascii=False, separators=(",", ":")))
+            atomic_write(folder / task / f"{shard}.jsonl", "\n".join(lines) + "\n")
+        manifest = build_manifest(folder, spec, [(task, shard) for task in by_task])
+        atomic_write(folder / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        return manifest
+
+    manifest = write_whole_folder(out, write)
+    journal.unlink(missing_ok=True)
     return manifest
+
+
+def _item_key(item: Published, index: int, shard: str, spec: ImportSpec) -> str:
+    """What an instance's record is made from: its data and claim, its place, the exact solve's
+    settings and the versions that compute its references."""
+    from mmnp.integrity import ortools_version
+
+    made = [item.task, item.name, item.file, content_hash(item.task, item.data), item.optimum, item.proven,
+            item.source, index, shard, spec.optimal, spec.time_limit, get_task(item.task).version,
+            ortools_version() if spec.optimal else None]
+    return hashlib.sha256(json.dumps(made, sort_keys=True).encode()).hexdigest()
+
+
+def _read_journal(journal: Path) -> dict[str, dict]:
+    """The records an interrupted import of the same --out finished (a torn last line is skipped)."""
+    done = {}
+    try:
+        lines = journal.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return done
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            done[entry["key"]] = entry["record"]
+        except (ValueError, TypeError, KeyError):
+            continue
+    return done
+
+
+def _resumed(record: dict | None, item: Published) -> Instance | None:
+    """A journal's record of `item`, when it holds `item`'s data and its references verify to
+    their objectives (else the instance is built again)."""
+    if record is None:
+        return None
+    try:
+        inst = Instance.from_record(record)
+        task = get_task(item.task)
+        if inst.hash != content_hash(item.task, item.data) or inst.data != item.data:
+            return None
+        for source in ("heuristic", "optimal"):
+            made = inst.reference.get(source)
+            if made is not None and task.verifier.check(item.data, made["solution"]) != (made["objective"], []):
+                return None
+    except Exception:  # noqa: BLE001 - a damaged journal line is built again, never trusted
+        return None
+    return inst
 
 
 def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None, complement: bool = False,

@@ -234,7 +234,7 @@ class _LiteralReader:
         if kind == "str":
             return text[1:-1]
         if kind == "time":
-            return text
+            return _Time(text)
         if kind == "word":
             return text
         raise ParseError(f"unexpected {text!r} in the answer")
@@ -245,7 +245,7 @@ class _LiteralReader:
             kind, text = self.tokens[self.pos]
             if end is not None and text == end:
                 self.pos += 1
-                return _pairs_if_mapping(items)
+                return _pairs_if_mapping(items, braces=end == "}")
             if kind == "arrow" or text in ",;":
                 self.pos += 1
                 continue
@@ -266,13 +266,33 @@ class _LiteralReader:
 _COLON = object()
 
 
-def _pairs_if_mapping(items: list) -> list:
-    """`{0: 1, 1: 2}` and `0: 1, 1: 2` become [[0, 1], [1, 2]]; plain lists pass through."""
+class _Time(str):
+    """A `9:30` token: a time of day, or a `key:value` pair written without a space."""
+
+
+def _pairs_if_mapping(items: list, braces: bool = False) -> list:
+    """`{0: 1, 1: 2}` and `0: 1, 1: 2` become [[0, 1], [1, 2]]; plain lists pass through.
+    In a mapping, `{0:10, 1:11}` is read as pairs too, though `0:10` also spells a time."""
+    if braces or _COLON in items:
+        items = _split_keyed_times(items)
     if _COLON not in items:
-        return items
+        return [str(x) if type(x) is _Time else x for x in items]
     if len(items) % 3 or any(items[i] is not _COLON for i in range(1, len(items), 3)):
         raise ParseError("a mapping in the answer is not a list of 'key: value' pairs")
-    return [[items[i], items[i + 2]] for i in range(0, len(items), 3)]
+    return [[items[i], str(items[i + 2]) if type(items[i + 2]) is _Time else items[i + 2]]
+            for i in range(0, len(items), 3)]
+
+
+def _split_keyed_times(items: list) -> list:
+    """A time token where a mapping's key stands and no colon follows it is `key:value`."""
+    out: list = []
+    for i, item in enumerate(items):
+        if type(item) is _Time and len(out) % 3 == 0 and (i + 1 == len(items) or items[i + 1] is not _COLON):
+            key, value = item.split(":")
+            out += [int(key), _COLON, int(value)]
+        else:
+            out.append(item)
+    return out
 
 
 def _number(text: str) -> int | float:

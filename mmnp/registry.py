@@ -105,9 +105,10 @@ def list_tasks() -> list[Task]:
 
 
 def resolve_tasks(spec: str | list[str]) -> list[Task]:
-    """`all`, a comma-separated string, or a list of names -> tasks, in registry order for `all`."""
+    """`all`, a comma-separated string, or a list of names -> tasks, in registry order for `all`;
+    a name given twice counts once (`tsp,tsp` is one task's instances, not each twice)."""
     names = spec.split(",") if isinstance(spec, str) else list(spec)
-    names = [n.strip() for n in names if n.strip()]
+    names = list(dict.fromkeys(n.strip() for n in names if n.strip()))
     if names == ["all"]:
         return list_tasks()
     return [get_task(n) for n in names]

@@ -234,17 +234,48 @@ class Task:
         except Exception as e:  # noqa: BLE001 - a hostile record is reported, never a crash
             return f"its record is malformed ({type(e).__name__})"
 
-    def _mismatch(self, inst: Instance, overrides: Mapping[str, Any], optimal: bool,
-                  picture: tuple[str, int] | None) -> str | None:
+    def settings_mismatch(self, inst: Instance, overrides: Mapping[str, Any], optimal: bool,
+                          image_size: int | None) -> str | None:
+        """What in a record contradicts the settings a dataset claims to be made with, or None;
+        never raises. The cheap part of `mismatch` (milliseconds: no solver runs), which a rerun
+        of a finished dataset checks on every record, since its manifest's `arguments` are a claim
+        no hash covers: the instance part drawn again from the seed with `overrides`, an exact
+        reference and hardness exactly when `optimal`, a picture exactly when `image_size`
+        (None: --no-images), drawn that wide."""
+        try:
+            problem, _, _ = self._drawn_mismatch(inst, overrides)
+            if problem:
+                return problem
+            if (inst.reference.get("optimal") is not None or inst.hardness is not None) != optimal:
+                return f"it {'lacks' if optimal else 'has'} an exact reference (the settings say optimal={optimal})"
+            if image_size is None:
+                return "it describes a picture (the settings say --no-images)" \
+                    if inst.picture is not None or inst.image is not None else None
+            if inst.image is None or not isinstance(inst.picture, dict) or inst.picture.get("width") != image_size:
+                return f"its picture is not drawn at --image-size {image_size}"
+            return None
+        except Exception as e:  # noqa: BLE001 - a hostile record is reported, never a crash
+            return f"its record is malformed ({type(e).__name__})"
+
+    def _drawn_mismatch(self, inst: Instance, overrides: Mapping[str, Any]) -> tuple[str | None, dict, Any]:
+        """(what in the instance part is not what its seed makes, or None; the data and planted
+        answer the seed makes)."""
         try:
             params, data, planted = self._draw(inst.difficulty, inst.seed, overrides)
         except Exception as e:  # noqa: BLE001 - a record naming a difficulty or parameters mmnp refuses
-            return f"its seed and difficulty make no instance ({e})"
+            return f"its seed and difficulty make no instance ({e})", {}, None
         made = (content_hash(self.name, data), canonical_json(params), self.generator.prompt(data),
                 self.generator.IMAGE_PROMPT, levels.level_of(inst.difficulty))
         if (inst.hash, canonical_json(inst.params), inst.prompt, inst.image_prompt, inst.level) != made \
                 or content_hash(self.name, inst.data) != inst.hash:
-            return "its instance is not the one its seed makes"
+            return "its instance is not the one its seed makes", data, planted
+        return None, data, planted
+
+    def _mismatch(self, inst: Instance, overrides: Mapping[str, Any], optimal: bool,
+                  picture: tuple[str, int] | None) -> str | None:
+        problem, data, planted = self._drawn_mismatch(inst, overrides)
+        if problem:
+            return problem
         if picture is not None:
             png, info = self.picture(inst, picture[1])
             if hashlib.sha256(png).hexdigest() != picture[0] or canonical_json(info) != canonical_json(inst.picture):

@@ -154,8 +154,9 @@ def test_verify_says_when_the_instance_breaks_the_check(small_dataset, tmp_path)
     result = runner.invoke(app, args)
     assert result.exit_code == 1 and "vertex_cover/easy.jsonl:1: not an instance record as `mmnp generate` writes" \
         in result.output
-    result = runner.invoke(app, args + ["--allow-modified"])
-    assert result.exit_code == 1 and "verifier failed on this instance (IndexError" in result.output
+    result = runner.invoke(app, args + ["--allow-modified"])  # used as edited only while it can be scored: refused
+    assert result.exit_code == 1 and "vertex_cover/easy.jsonl:1: vertex_cover-easy-0000: its instance or its " \
+        "planted reference is malformed (IndexError)" in " ".join(result.output.split())
     assert "0 violation" not in result.output
 
 

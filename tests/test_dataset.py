@@ -478,6 +478,22 @@ def test_bad_specs_fail_before_any_work(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_a_task_named_twice_is_one_task(tmp_path):
+    """`--tasks tsp,tsp` wrote a manifest counting 4 instances over 2 records (every reader then
+    refused it, and the advised rerun changed nothing); an eval on the fly counted each twice."""
+    from mmnp.registry import resolve_tasks
+
+    assert [t.name for t in resolve_tasks("tsp, knapsack,tsp")] == ["tsp", "knapsack"]
+    with pytest.raises(ValueError, match="task tsp given twice"):
+        GenerateSpec(tasks=("tsp", "tsp"), difficulties=("easy",), count=1, seed=0)
+    out = tmp_path / "d"
+    result = runner.invoke(app, ["generate", "--tasks", "tsp,tsp", "--difficulty", "easy", "--count", "2",
+                                 "--no-images", "--no-optimal", "--workers", "1", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "manifest.json").read_text())["total"] == 2
+    assert len(list(load_dataset(out))) == 2
+
+
 def test_param_overrides_reach_the_instances(tmp_path):
     spec = GenerateSpec(tasks=("tsp", "knapsack"), difficulties=("easy",), count=2, seed=0, images=False,
                         optimal=False, params={"n": "8", "knapsack.max_weight": "20"})

@@ -83,6 +83,11 @@ def test_orlib_shapes_knapsack_steiner_and_unicost_scp():
     with pytest.raises(DataError, match="c.txt:2: weighted set cover"):
         read_orlib(weighted, "c.txt")
     assert read_orlib(weighted, "c.txt", unit_costs=True) == ("set_cover", data)  # its unicost variant
+    # a valid scp file (row i in column i only: optimum 3) whose count of numbers fits the Steiner
+    # layout too was read as triples (optimum 1, "proven"): a file that reads both ways is refused
+    with pytest.raises(DataError, match=r"d.txt:1: this file reads both as Steiner triple covering .* and as an "
+                                        r"OR-Library scp file"):
+        read_orlib("3 3\n1 1 1\n1 1\n1 2\n1 3\n", "d.txt")
 
 
 def test_import_builds_a_dataset_with_published_optima(tmp_path: Path):
@@ -99,8 +104,68 @@ def test_import_builds_a_dataset_with_published_optima(tmp_path: Path):
     assert inst.reference["optimal"]["objective"] == 14 and inst.reference["optimal"]["proven"]
     answer = get_task("tsp").format_answer(inst.reference["heuristic"]["solution"])
     assert get_task("tsp").verify(inst, answer).feasible
-    with pytest.raises(UsageError, match="not an empty folder"):  # never writes over a user's folder
+    with pytest.raises(UsageError, match="exists and is not empty"):  # never writes over a user's folder
         import_files("tsplib", [tsp], out, images=False)
+
+
+def test_an_interrupted_import_leaves_no_half_dataset(tmp_path: Path, monkeypatch):
+    """A kill after some files were written left PNGs and no manifest: every reader refused the
+    folder and a rerun refused it as not empty. The folder now appears whole or not at all."""
+    import mmnp.importers as importers
+
+    tsp = tmp_path / "square5.tsp"
+    tsp.write_text(SQUARE)
+    writes = []
+
+    def dying(path, content):
+        if len(writes) == 1:
+            raise KeyboardInterrupt
+        writes.append(path)
+        return atomic_write(path, content)
+
+    from mmnp.files import atomic_write
+
+    monkeypatch.setattr(importers, "atomic_write", dying)
+    out = tmp_path / "ds"
+    with pytest.raises(KeyboardInterrupt):
+        import_files("tsplib", [tsp], out, time_limit=1.0, image_size=160)
+    assert writes and not out.exists()
+    monkeypatch.undo()
+    import_files("tsplib", [tsp], out, time_limit=1.0, image_size=160)  # the same command then works
+    assert len(list(load_dataset(out))) == 1
+    assert set(tmp_path.iterdir()) == {tsp, out}  # nothing left beside it
+
+
+def test_an_interrupted_import_resumes_its_finished_instances(tmp_path: Path, monkeypatch):
+    """Ctrl-C during `mmnp import classic` lost minutes of exact solves: the instances it built are
+    kept beside --out and a rerun builds only the rest, to the bytes of a straight import."""
+    import mmnp.importers as importers
+
+    files = []
+    for k in range(3):
+        path = tmp_path / f"sq{k}.tsp"
+        path.write_text(SQUARE.replace("square5", f"sq{k}"))
+        files.append(path)
+    straight = import_files("tsplib", files, tmp_path / "straight", images=False, time_limit=1.0)
+    real, built = importers.build_instance, []
+
+    def stopping(item, *args):
+        if len(built) == 2:
+            raise KeyboardInterrupt
+        built.append(item.name)
+        return real(item, *args)
+
+    monkeypatch.setattr(importers, "build_instance", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        import_files("tsplib", files, tmp_path / "ds", images=False, time_limit=1.0)
+    assert not (tmp_path / "ds").exists() and (tmp_path / ".ds.mmnp-import.jsonl").exists()
+    built.clear()
+    monkeypatch.setattr(importers, "build_instance", lambda item, *args: built.append(item.name) or real(item, *args))
+    resumed = import_files("tsplib", files, tmp_path / "ds", images=False, time_limit=1.0)
+    assert built == ["sq2"]  # only the unfinished one
+    assert resumed["benchmark_hash"] == straight["benchmark_hash"]
+    assert resumed["references_hash"] == straight["references_hash"]
+    assert not (tmp_path / ".ds.mmnp-import.jsonl").exists()
 
 
 def test_dimacs_import_needs_a_graph_task(tmp_path: Path):
@@ -303,7 +368,11 @@ def test_an_unproven_best_known_value_is_kept_and_a_proven_one_holds_without_the
     (tmp_path / "o.json").write_text('{"square5.tsp": {"objective": 16, "proven": false, "source": "stale"}}')
     import_files("tsplib", [tmp_path / "square5.tsp"], tmp_path / "a", optima=tmp_path / "o.json", images=False,
                  time_limit=2.0)
-    assert next(load_dataset(tmp_path / "a")).reference["published"]["objective"] == 16
+    inst = next(load_dataset(tmp_path / "a"))
+    assert inst.reference["published"]["objective"] == 16  # kept as claimed, and named stale by its use:
+    assert inst.best_objective == 14  # the references' own tour is the best known (a ratio above 1 otherwise)
+    verdict = get_task("tsp").verify(inst, "Answer: " + str(inst.reference["optimal"]["solution"]))
+    assert get_task("tsp").quality_ratio(verdict.objective, inst.best_objective) == 1.0
     (tmp_path / "o.json").write_text('{"square5": {"objective": 15, "proven": true}}')
     with pytest.raises(DataError, match="claimed proven optimum 15 is worse than the feasible 14"):
         import_files("tsplib", [tmp_path / "square5.tsp"], tmp_path / "b", optima=tmp_path / "o.json",

@@ -323,6 +323,25 @@ def test_an_edited_reference_is_located_and_usable_only_on_purpose(data, pristin
     assert find_instance(data, "knapsack-easy-0001", allow_modified=True).reference_objective == 1
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r.update(reference=None), "its heuristic reference has no objective"),
+    (lambda r: r["reference"]["heuristic"].update(objective=None), "its heuristic reference has no objective"),
+    (lambda r: r["reference"]["optimal"].update(objective="abc"), "its optimal reference has no objective"),
+    (lambda r: r["reference"]["heuristic"].update(objective=-5), "its heuristic reference has no objective"),
+    (lambda r: r["reference"]["optimal"].update(solution="xyz"), r"its instance or its optimal reference is malformed"),
+    (lambda r: r["instance"].pop("capacity"), r"its instance or its heuristic reference is malformed \(KeyError\)"),
+])
+def test_allow_modified_refuses_a_record_it_cannot_score_in_one_line(data, tmp_path, edit, message):
+    """Edited on purpose, a record is used as edited; one mmnp cannot score against was a traceback
+    mid-run (`None / int` in the Quality Ratio, a KeyError in the check)."""
+    _edit_line(data / "knapsack" / "easy.jsonl", 2, edit)
+    with pytest.raises(DataError, match=rf"easy.jsonl:2: knapsack-easy-0001: {message}"):
+        list(load_dataset(data, allow_modified=True))
+    result = runner.invoke(app, ["verify", "--data", str(data), "--id", "knapsack-easy-0001", "--allow-modified",
+                                 "--answer", "Answer: [0]"])
+    assert result.exit_code != 0 and "knapsack-easy-0001" in result.output and "Traceback" not in result.output
+
+
 def test_allow_modified_hashes_an_unchanged_set_as_generate_does(data, pristine):
     """Only the manifest's claims were edited: --allow-modified reports the content's own hashes,
     which are generate's (its order is the records', not the manifest's)."""
@@ -402,6 +421,27 @@ def test_repair_blames_only_the_damaged_shard_and_record(data, pristine):
     assert said == []
 
 
+@pytest.mark.parametrize("changed", [{"params": {"knapsack.n": 12}}, {"optimal": False}, {"image_size": 192},
+                                     {"images": False}], ids=lambda c: next(iter(c)))
+def test_a_rerun_checks_the_records_against_the_arguments_the_manifest_claims(data, tmp_path, changed):
+    """The manifest's arguments are a claim no hash covers: edited to another command's, a rerun of
+    that command used to keep every record as made with it. Each record's instance is drawn again
+    from its seed, its exact reference and picture checked against the settings."""
+    from dataclasses import replace
+
+    other = replace(SPEC, **changed)
+    manifest = json.loads((data / "manifest.json").read_text())
+    manifest["arguments"] = other.to_json()
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    said = []
+    generate_dataset(data, other, notify=said.append)
+    assert any("was not made with the settings manifest.json names" in s for s in said), said
+    fresh = tmp_path / "fresh"
+    generate_dataset(fresh, other)
+    assert dataset_identity(data)["benchmark_hash"] == dataset_identity(fresh)["benchmark_hash"]
+    assert _tree(data).keys() >= _tree(fresh).keys()
+
+
 def test_repair_refuses_to_mix_task_versions(data, monkeypatch):
     """Kept instances of one knapsack version and new ones of the next would be one dataset of two kinds."""
     import mmnp.generators.knapsack as knapsack
@@ -440,8 +480,8 @@ def test_overwrite_never_deletes_through_a_link(data, tmp_path):
     said = []
     with pytest.raises(DataError, match="a folder on the way is a link"):
         generate_dataset(data, SPEC, overwrite=True, notify=said.append)
-    assert _tree(elsewhere) == before and any("reached through a link" in s for s in said)
-    assert not (data / "knapsack" / "easy.jsonl").exists()  # its own files went
+    assert _tree(elsewhere) == before
+    assert (data / "knapsack" / "easy.jsonl").exists()  # refused before anything was deleted
 
 
 def test_overwrite_leaves_a_foreign_folder_whose_manifest_names_its_files(tmp_path):
@@ -461,10 +501,24 @@ def test_overwrite_leaves_a_foreign_folder_whose_manifest_names_its_files(tmp_pa
 def test_overwrite_keeps_a_listed_file_that_no_longer_holds_what_was_listed(data):
     (data / "tsp" / "easy.jsonl").write_text("my own notes\n")
     said = []
+    before = _tree(data)
     with pytest.raises(UsageError, match="tsp/easy.jsonl exists and is not listed"):
         generate_dataset(data, SPEC, overwrite=True, notify=said.append)
-    assert (data / "tsp" / "easy.jsonl").read_text() == "my own notes\n"
-    assert any("not what the manifest lists" in s for s in said)
+    assert _tree(data) == before  # refused before anything was deleted: the old dataset is still whole
+
+
+def test_overwrite_refused_for_a_users_file_deletes_nothing(data, pristine):
+    """The new run's shard path holds a user's file: --overwrite used to delete the old dataset
+    first, then refuse, leaving a folder every later run refused as someone else's."""
+    wider = GenerateSpec(tasks=SPEC.tasks, difficulties=("easy", "hard"), count=SPEC.count, seed=SPEC.seed,
+                         optimal=False, images=False)
+    (data / "tsp" / "hard.jsonl").write_text("mine\n")
+    with pytest.raises(UsageError, match="tsp/hard.jsonl exists and is not listed"):
+        generate_dataset(data, wider, overwrite=True)
+    assert {k: v for k, v in _tree(data).items() if k != "tsp/hard.jsonl"} == _tree(pristine)
+    (data / "tsp" / "hard.jsonl").unlink()
+    generate_dataset(data, wider, overwrite=True)
+    assert len(list(load_dataset(data))) == 12
 
 
 def test_stale_temporaries_are_recognised_by_the_lock_not_by_a_pid(tmp_path):
@@ -517,7 +571,7 @@ def test_reward_record_is_what_rewards_read(pristine):
 
     inst = next(iter(load_dataset(pristine)))
     record = inst.to_reward_record()
-    assert set(record) == {"id", "task", "instance", "reference_objective", "best_objective"}
+    assert set(record) == {"id", "task", "instance", "reference_objective", "best_objective", "digest"}
     answer = mmnp.get_task(inst.task).format_answer(inst.reference["heuristic"]["solution"])
     verdict, ratio = score(answer, json.dumps(record))
     assert verdict.feasible and ratio == 1.0

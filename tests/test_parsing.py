@@ -43,10 +43,26 @@ def test_extract_answer_errors(text):
         ("[(0, 1, '09:30'), (2, 0, \"13:00\")]", [[0, 1, "09:30"], [2, 0, "13:00"]]),
         ("[1.0, 2]", [1.0, 2]),
         ("[a, b]", ["a", "b"]),
+        # a mapping's `key:value` without spaces spells a time too: read as the pair it is there
+        ("{0:10, 1:11}", [[0, 10], [1, 11]]),
+        ("{0:10, 1: 11}", [[0, 10], [1, 11]]),
+        ("0: 10, 1:11", [[0, 10], [1, 11]]),
+        ("{0: 09:30, 1:10:00}", [[0, "09:30"], [1, "10:00"]]),
+        ("[09:30, 10:00]", ["09:30", "10:00"]),
     ],
 )
 def test_parse_value(value, parsed):
     assert parse_value(value) == parsed
+
+
+def test_a_compact_colour_mapping_is_feasible():
+    """`{0:10, 1:11}` was unparsed ("colour '0:10' is not an integer") for its spacing alone."""
+    from mmnp.registry import get_task
+
+    data = {"n": 12, "edges": [[i, i + 1] for i in range(11)]}
+    verdict = get_task("graph_coloring").verify({"task": "graph_coloring", "instance": data},
+                                                "Answer: {" + ", ".join(f"{v}:{10 + v % 2}" for v in range(12)) + "}")
+    assert verdict.feasible and verdict.objective == 2, verdict
 
 
 @pytest.mark.parametrize("value", ["[1, 2)", "[1, 2]]", "{0: 1, 2}", "[1 @ 2]", "[" + "9" * 13 + "]", "[1e400]", "[NaN]"])

@@ -53,6 +53,49 @@ def test_a_wrong_column_is_named(rows):
         quality_reward(None, ["Answer: [1]"], [json.dumps({"id": "x"})])
 
 
+def _edited(payload: str, edit) -> str:
+    record = json.loads(payload)
+    edit(record)
+    return json.dumps(record)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda r: r.update(reference_objective=1),  # QR 417 for the honest answer
+    lambda r: r["instance"].update(capacity=r["instance"]["capacity"] * 10),  # every item fits
+    lambda r: r.update(task="subset_sum"),
+    lambda r: r.update(best_objective="abc"),
+], ids=["reference", "capacity", "task", "best"])
+def test_an_edited_row_is_refused_never_scored(rows, edit):
+    """The reward column is a claim like a dataset's records: edited after mmnp wrote it, it is
+    refused in TRL's and verl's form alike (it scored QR 417, or a raised capacity made every
+    item fit), and a row that is no record at all is one line, not a TypeError."""
+    inst, completions = rows
+    payload = _edited(record_payload(inst), edit)
+    with pytest.raises(ValueError, match=f"the {COLUMN} record of 'knapsack-medium-4' was edited after mmnp wrote it"):
+        quality_reward(None, completions[:1], [payload])
+    truth = _edited(to_verl_row(inst)["reward_model"]["ground_truth"], edit)
+    with pytest.raises(ValueError, match="was edited after mmnp wrote it"):
+        compute_score("mmnp/knapsack", completions[0], truth)
+    for junk in ("[1, 2]", "2", "not json", json.dumps({k: 1 for k in ("task", "instance", "reference_objective")})):
+        with pytest.raises(ValueError, match=f"the {COLUMN} column must hold a record"):
+            quality_reward(None, completions[:1], [junk])
+    with pytest.raises(ValueError, match="data_source 'gsm8k'"):
+        compute_score("gsm8k", "2", "2")
+
+
+def test_a_reward_trl_cannot_call_by_keyword_is_refused():
+    """TRL calls rewards with keywords (prompts=, completions=, mmnp_instance=): a third positional
+    parameter by another name passed verl's positional check and failed at the first step."""
+    from mmnp.trainers.rewards import _check_reward
+
+    def records_reward(prompts, completions, records, **columns):
+        return [0.0] * len(completions)
+
+    with pytest.raises(TypeError, match=r"a reward takes \(prompts, completions, mmnp_instance"):
+        _check_reward("mine", records_reward)
+    _check_reward("fine", quality_reward)
+
+
 def test_verl_compute_score(rows):
     inst, completions = rows
     row = to_verl_row(inst)

@@ -161,3 +161,21 @@ def test_subset_sum_min_value_keeps_numbers_near_a_power_of_ten():
     assert "min_value" not in plain.params and plain.data == task.generate("hard", 2, min_value=1).data
     with pytest.raises(ValueError, match="min_value <= max_value"):
         task.generate("hard", 2, min_value=500)
+
+
+def test_a_stored_verdict_stays_short_whatever_the_answer_names():
+    """An all-vertices clique answer on a sparse 1,000-vertex graph names ~480,000 non-adjacent
+    pairs: stored whole, one sample took 5.6 MB of samples.jsonl. The stored `where` keeps the
+    first elements, the message counts them all, the in-memory verdict (what a picture marks) all."""
+    import json
+
+    from mmnp.core import WHERE_STORED
+
+    n = 1000
+    edges = [[i, (i + 1) % n] for i in range(n)]
+    verdict = mmnp.get_task("max_clique").verify({"task": "max_clique", "instance": {"n": n, "edges": edges}},
+                                                  "Answer: " + str(list(range(n))))
+    assert not verdict.feasible and len(verdict.violations[0].where) > 400_000
+    stored = verdict.to_dict()["violations"][0]
+    assert len(stored["where"]) == WHERE_STORED and "more" in stored["message"]
+    assert len(json.dumps(verdict.to_dict())) < 10_000

@@ -245,3 +245,17 @@ def test_a_resumed_curriculum_continues_at_its_checkpoints_levels(tiny_text, tmp
     steps = train(3)
     assert [s["levels"]["knapsack"] for s in steps] == [2, 3, 4]
     assert steps[-1]["changes"] == [{"task": "knapsack", "from": 3, "to": 4}]
+
+
+def test_generated_training_data_keeps_generates_size_limits():
+    """`mmnp train --params n=5000` generated knapsacks that `mmnp generate` refuses (at most 600 items:
+    a prompt must fit); a key applies to the tasks that take it, as in generate."""
+    from mmnp.errors import UsageError
+    from mmnp.trainers.data import training_instances
+
+    with pytest.raises(UsageError, match=r"--params: --param n=5000 is too large for knapsack"):
+        training_instances("knapsack", ["easy"], 1, seed=5, params={"n": "5000"})
+    with pytest.raises(UsageError, match="belongs to none of the tasks"):
+        training_instances("knapsack", ["easy"], 1, seed=5, params={"colours": "3"})
+    mixed = training_instances("knapsack,tsp", ["easy"], 1, seed=5, params={"knapsack.n": "4"})
+    assert [len(i.data["weights"]) for i in mixed if i.task == "knapsack"] == [4]

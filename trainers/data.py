@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mmnp.core import Instance
-from mmnp.dataset import image_loader, instance_id, instance_seed, select_instances
+from mmnp.dataset import GenerateSpec, image_loader, instance_id, instance_seed, select_instances
 from mmnp.errors import UsageError
 from mmnp.registry import get_task, resolve_tasks
 from mmnp.trainers.rewards import COLUMN, record_payload
@@ -38,10 +38,11 @@ def training_instances(tasks: str | list[str], difficulties: list[str], count: i
         return select_instances(tasks, difficulties, data=data, count=count, seed=seed).instances
     if data is not None:
         raise UsageError("--params applies to generated instances; drop it or drop --data")
-    names = [t.name for t in resolve_tasks(tasks)]
-    try:
-        return [get_task(t).generate(d, instance_seed(seed, i), id=instance_id(t, d, i), **params)
-                for t in names for d in difficulties for i in range(count)]
+    try:  # generate's checks: a key some task takes, a value within its sizes (n=5000 would not fit a prompt)
+        spec = GenerateSpec(tasks=tuple(t.name for t in resolve_tasks(tasks)), difficulties=tuple(difficulties),
+                            count=count, seed=seed, images=False, optimal=False, params=dict(params))
+        return [get_task(t).generate(d, instance_seed(seed, i), id=instance_id(t, d, i), **spec.overrides(t))
+                for t, d in spec.shards() for i in range(count)]
     except ValueError as e:
         raise UsageError(f"--params: {e}") from None
 

@@ -33,7 +33,7 @@ import json
 from functools import lru_cache
 from typing import Any, Callable
 
-from mmnp.core import Verdict
+from mmnp.core import Verdict, reward_digest
 from mmnp.errors import UsageError
 from mmnp.plugins import Registry, UnknownPluginError
 from mmnp.registry import get_task
@@ -42,13 +42,26 @@ COLUMN = "mmnp_instance"
 VERDICT_COLUMNS = ("mmnp/feasible", "mmnp/qr", "mmnp/solution")
 
 
+RECORD_KEYS = ("id", "task", "instance", "reference_objective", "best_objective", "digest")
+
+
 @lru_cache(maxsize=8192)
 def _record(payload: str) -> dict:
-    """The parsed row, shared by the G completions of a prompt (its string is the key)."""
-    record = json.loads(payload)
-    if not {"task", "instance", "reference_objective"} <= set(record):
-        raise ValueError(f"the {COLUMN} column must hold a record from mmnp.trainers.data (task, instance, "
-                         "reference_objective); got keys " + ", ".join(sorted(record)))
+    """The parsed row, shared by the G completions of a prompt (its string is the key), used only
+    as mmnp wrote it: its digest (`mmnp.core.reward_digest`) must match what it scores with, so
+    an edited row is refused, never scored (a reference objective edited to 1 scored QR 417)."""
+    try:
+        record = json.loads(payload)
+    except (TypeError, ValueError):
+        record = None
+    if not isinstance(record, dict) or not set(RECORD_KEYS) <= set(record):
+        got = ", ".join(sorted(map(str, record))) if isinstance(record, dict) else type(record).__name__
+        raise ValueError(f"the {COLUMN} column must hold a record from mmnp.trainers.data or mmnp export "
+                         f"({', '.join(RECORD_KEYS)}); got {got or 'nothing'}: rebuild the rows with mmnp")
+    if record["digest"] != reward_digest(record):
+        raise ValueError(f"the {COLUMN} record of {str(record['id'])[:80]!r} was edited after mmnp wrote it (its task, "
+                         "instance or reference objectives no longer match its digest); rebuild the rows from the "
+                         "dataset (mmnp export, mmnp.trainers.data), never edit them")
     return record
 
 
@@ -139,7 +152,8 @@ def _check_reward(name: str, fn: Any) -> None:
         raise TypeError(f"expected a reward function, got {type(fn).__name__}")
     try:
         signature = inspect.signature(fn)
-        signature.bind([], [], [])
+        signature.bind([], [], [])  # verl's compute_score
+        signature.bind(prompts=[], completions=[], mmnp_instance=[])  # TRL: by keyword
     except (TypeError, ValueError):
         raise TypeError("a reward takes (prompts, completions, mmnp_instance, **columns) and returns one float "
                         "per completion") from None

@@ -24,6 +24,9 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
                   **kwargs: Any) -> float:
     """One response's reward. `**kwargs` takes what verl adds (its `reward_kwargs`, a
     reward-model score, the tokenizer's extras), none of which mmnp's verifiers need."""
+    if not str(data_source).startswith("mmnp/"):
+        raise ValueError(f"compute_score got a row of data_source {str(data_source)[:80]!r}; mmnp's reward scores "
+                         "mmnp rows (data_source mmnp/<task>): route other data sources to their own reward")
     shape = (extra_info or {}).get("reward", "quality")
     return get_reward(shape, "extra_info['reward'] =")([None], [solution_str], [ground_truth])[0]
 
