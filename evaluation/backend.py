@@ -158,12 +158,19 @@ class Completion:
     attempts: int = 1
     truncated: bool = False  # the response was cut at the backend's size cap
     extra: dict = field(default_factory=dict)
+    # why the model stopped, where the backend knows: "stop", or the outcomes a score must be read with:
+    # "length" (--max-tokens reached), "content_filter", "tool_calls"; stored per sample, counted in usage
+    finish_reason: str | None = None
+    refusal: str | None = None  # the model's refusal message (OpenAI's message.refusal): scored as no answer
 
 
 Emit = Callable[[Request, Completion], None]
 
 
 class Backend(Protocol):
+    """A backend may also declare `modalities` (e.g. ("text",) for a text-only model): a run that asks
+    for pictures (--modality image/both, --probe) is then refused before any work."""
+
     name: str
 
     def run(self, requests: list[Request], sampling: Sampling, emit: Emit) -> None:
@@ -172,7 +179,12 @@ class Backend(Protocol):
 
 
 class EndpointError(RunError):
-    """The model endpoint refuses every request (bad key, unknown model, unreachable): stop the run."""
+    """The model endpoint refuses every request (bad key, unknown model, unreachable): stop the run.
+    `sent`: requests sent whose answers were not emitted (results.json counts what was sent)."""
+
+    def __init__(self, message: str, sent: int = 0) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 def option(default: Any, help: str, sample: bool = False) -> Any:

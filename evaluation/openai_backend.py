@@ -2,13 +2,17 @@
 
 `concurrency` requests in flight; 429, 5xx, timeouts and connection errors are retried
 with exponential backoff (honouring Retry-After). The first request (of a sample not failed
-before) goes alone: if it fails after its retries, the run stops with the server's message
-instead of recording a failure per sample; 401, 403 and 404 (bad key, no access, unknown
-model) stop the run at any time.
+before) goes alone, and while it fails after its retries the next ones go alone too, up to
+`CANARIES`: the run stops with the server's message only when every one failed (or the server
+cannot be reached at all), instead of recording a failure per sample; one prompt the server
+always fails on is a failed sample, never a blocked run. 401, 403 and 404 (bad key, no access,
+unknown model) stop the run at any time.
 Any other failure, and any reply that is not a well-formed chat completion (wrong types,
-non-UTF-8, deep nesting, NaN counts, lone surrogates), is a failed sample with its reason,
-asked again on the next run. Responses longer than `max_response_chars` are cut (and marked
-`truncated`); bodies over `MAX_BODY_BYTES` are refused.
+non-UTF-8, deep nesting, NaN counts, lone surrogates) or that ended without an answer
+(`finish_reason` "abort", "error" or one mmnp does not know; a tool call with no text), is a failed
+sample with its reason, asked again on the next run. "length" and "content_filter" are the
+model's own outcomes: scored, with the reason stored per sample. Responses longer than
+`max_response_chars` are cut (and marked `truncated`); bodies over `MAX_BODY_BYTES` are refused.
 
 The API key never reaches a record: it is stripped of surrounding white space (a key with a
 control character inside is refused), and every text from the server is redacted, matching
@@ -32,8 +36,12 @@ from mmnp.evaluation.backend import Completion, Emit, EndpointError, Request, Sa
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 FATAL = {401: "the API key was refused", 403: "access denied", 404: "model or endpoint not found"}
-CANARIES = 3  # requests tried alone, one after another, while each is refused (HTTP 4xx) before a run stops:
-#   one prompt the server refuses (over its context length) must not block every other sample
+CANARIES = 3  # requests tried alone, one after another, while each fails, before a run stops: one prompt the
+#   server refuses (over its context length) or always fails on (5xx, timeouts) must not block every other sample
+# finish_reason values that end an answer: scored (length and content_filter are counted in results.json's usage;
+# TGI says eos_token / stop_sequence for stop). "abort", "error" and any other value are failed samples.
+ANSWERED = ("stop", "length", "content_filter", "tool_calls", "function_call", "eos_token", "stop_sequence")
+NOT_ANSWERED = {"abort": "the server aborted the reply", "error": "the server ended the reply with an error"}
 MAX_BODY_BYTES = 64 * 2**20
 EXCERPT = 300  # characters of a bad reply kept in the error message
 
@@ -123,21 +131,27 @@ class OpenAIBackend:
         async with self._session() as session:
             queue: asyncio.Queue[Request] = asyncio.Queue()
             # Canaries: the first sample not failed before goes alone (retries of known failures do not stop a
-            # run). If the server refuses it (HTTP 4xx: e.g. a prompt over its context length), the next ones
-            # go alone too, up to CANARIES: the run stops only when every one fails, and otherwise the refused
-            # ones are failed samples (retried next run) and the rest is sent.
+            # run). If it fails after its retries (a 4xx such as a prompt over the context length, a 5xx or a
+            # timeout on that prompt), the next ones go alone too, up to CANARIES: the run stops only when every
+            # one fails, or at once when the server cannot be reached; otherwise the failed ones are failed
+            # samples (retried next run) and the rest is sent.
             fresh = [r for r in requests if not r.retry]
             sent: list[tuple[Request, Completion]] = []
             for canary in fresh[:CANARIES]:
-                first = await self._call(session, canary, sampling)
+                try:
+                    first = await self._call(session, canary, sampling)
+                except EndpointError as e:
+                    e.sent = len(sent) + 1
+                    raise
                 sent.append((canary, first))
-                if first.error is None or not first.extra.get("transport"):
+                if not first.extra.get("transport"):
                     break
-                if not str(first.extra.get("status", "")).startswith("4") or len(sent) == min(CANARIES, len(fresh)):
+                if first.extra.get("unreachable") or len(sent) == min(CANARIES, len(fresh)):
                     which = (f"request ({sent[0][0].instance.id})" if len(sent) == 1 else
                              f"{len(sent)} requests ({', '.join(r.instance.id for r, _ in sent)}) each")
                     raise EndpointError(f"{self.name} at {_strip_userinfo(self.base_url)}: the first {which} failed "
-                                        f"after {first.attempts} attempt(s), so nothing else was sent: {first.error}")
+                                        f"after {first.attempts} attempt(s), so nothing else was sent: {first.error}",
+                                        sent=len(sent))
             for canary, completion in sent:
                 emit(canary, completion)
             tried = {id(r) for r, _ in sent}
@@ -145,10 +159,16 @@ class OpenAIBackend:
                 if id(r) not in tried:
                     queue.put_nowait(r)
 
+            unanswered = 0  # requests sent whose answers are not emitted yet
+
             async def worker() -> None:
+                nonlocal unanswered
                 while not queue.empty():
                     request = queue.get_nowait()
-                    emit(request, await self._call(session, request, sampling))
+                    unanswered += 1
+                    completion = await self._call(session, request, sampling)
+                    unanswered -= 1
+                    emit(request, completion)
 
             tasks = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, queue.qsize()))]
             if not tasks:
@@ -158,7 +178,11 @@ class OpenAIBackend:
                 t.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             for t in done:
-                t.result()  # re-raises an EndpointError
+                try:
+                    t.result()  # re-raises an EndpointError
+                except EndpointError as e:
+                    e.sent = unanswered  # the refused one and those cut off in flight
+                    raise
 
     def payload(self, request: Request, sampling: Sampling) -> dict:
         """The request body: the sampling settings, then --gen-kwargs (a None value drops a field)."""
@@ -183,9 +207,9 @@ class OpenAIBackend:
         payload = self.payload(request, sampling)
         url = f"{self.base_url}/chat/completions"
         start = time.perf_counter()
-        error = "no attempt made"
+        error, unreachable = "no attempt made", False
         for attempt in range(self.max_retries + 1):
-            wait = None
+            wait, unreachable = None, False
             try:
                 async with session.post(url, json=payload) as response:
                     status, retry_after = response.status, response.headers.get("Retry-After")
@@ -194,6 +218,7 @@ class OpenAIBackend:
                 error = f"timed out after {self.timeout:g}s"
             except aiohttp.ClientError as e:
                 error = self._redact(f"connection error: {type(e).__name__}: {e}")
+                unreachable = isinstance(e, aiohttp.ClientConnectorError)  # no connection: not this prompt's fault
             else:
                 if status == 200:
                     if too_big:
@@ -211,13 +236,13 @@ class OpenAIBackend:
             if attempt < self.max_retries:
                 delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.5)
                 await asyncio.sleep(wait if wait is not None else delay)
-        return self._failed(error, start, self.max_retries + 1, transport=True)
+        return self._failed(error, start, self.max_retries + 1, transport=True,
+                            **({"unreachable": True} if unreachable else {}))
 
     # -- replies -----------------------------------------------------------------------------
 
-    def _failed(self, error: str, start: float, attempts: int, transport: bool = False,
-                status: int | None = None) -> Completion:
-        extra = {"transport": True, **({"status": status} if status else {})} if transport else {}
+    def _failed(self, error: str, start: float, attempts: int, **extra) -> Completion:
+        """A failed call; `extra` says how (transport: no reply came; status; unreachable: no connection)."""
         return Completion(None, latency_s=time.perf_counter() - start, error=self._redact(error), attempts=attempts,
                           extra=extra)
 
@@ -236,20 +261,27 @@ class OpenAIBackend:
         except ValueError as e:
             return self._failed(f"malformed reply: not JSON ({e}): {_excerpt(text)}", start, attempts)
         try:
-            message = data["choices"][0]["message"]
-            content = message.get("content")
+            choice = data["choices"][0]
+            message = choice["message"]
+            content, refusal, finish = message.get("content"), message.get("refusal"), choice.get("finish_reason")
         except (KeyError, IndexError, TypeError, AttributeError):
             return self._failed(f"malformed reply: no choices[0].message: {_excerpt(text)}", start, attempts)
+        for name, value in (("message.content", content), ("message.refusal", refusal),
+                            ("choices[0].finish_reason", finish)):
+            if value is not None and not isinstance(value, str):
+                return self._failed(f"malformed reply: {name} is a {type(value).__name__}, not a string",
+                                    start, attempts)
+            if value is not None and not _encodes(value):
+                return self._failed(f"malformed reply: {name} holds a lone surrogate (invalid Unicode)",
+                                    start, attempts)
+        if finish is not None and finish not in ANSWERED:  # no finish_reason at all: an answer, as servers omit it
+            why = NOT_ANSWERED.get(finish, f"not a reason mmnp scores ({', '.join(ANSWERED)})")
+            return self._failed(f"finish_reason {_excerpt(self._redact(finish), 60)!r}: {why}", start, attempts)
+        if finish in ("tool_calls", "function_call") and not content:
+            return self._failed(f"finish_reason {finish!r} with no text: a tool call, and mmnp offers no tools",
+                                start, attempts)
         if content is None:
-            content = ""  # the model said nothing (e.g. all tokens spent on reasoning): an empty answer
-        if not isinstance(content, str):
-            return self._failed(f"malformed reply: message.content is a {type(content).__name__}, not a string",
-                                start, attempts)
-        try:
-            content.encode("utf-8")
-        except UnicodeEncodeError:
-            return self._failed("malformed reply: message.content holds a lone surrogate (invalid Unicode)",
-                                start, attempts)
+            content = ""  # the model said nothing (all tokens spent on reasoning, a refusal): an empty answer
         usage = data.get("usage")
         if usage is None:
             usage = {}
@@ -265,8 +297,9 @@ class OpenAIBackend:
         content = self._redact(content)
         cap = self.options.max_response_chars
         truncated = len(content) > cap
-        return Completion(content[:cap], counts[0], counts[1], time.perf_counter() - start,
-                          attempts=attempts, truncated=truncated)
+        return Completion(content[:cap], counts[0], counts[1], time.perf_counter() - start, attempts=attempts,
+                          truncated=truncated, finish_reason=finish,
+                          refusal=None if refusal is None else _excerpt(self._redact(refusal), cap))
 
     def _redact(self, text: str) -> str:
         return self._secret.sub("[REDACTED]", text) if self._secret is not None else text

@@ -110,6 +110,8 @@ def score(inst: Instance, modality: str, sample: int, completion: Completion,
         "attempts": completion.attempts,
         "failed": failed,
         "error": completion.error,
+        "finish_reason": completion.finish_reason,
+        "refusal": completion.refusal,
     }
 
 
@@ -158,7 +160,7 @@ def score_probe(request: Request, completion: Completion) -> dict:
             "objective": None, "ratio": 0.0, "opt_ratio": 0.0, "canonical": None, "violations": [],
             "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
             "latency_s": round(completion.latency_s, 4), "attempts": completion.attempts, "failed": failed,
-            "error": completion.error}
+            "error": completion.error, "finish_reason": completion.finish_reason, "refusal": completion.refusal}
 
 
 def picture_kind(inst: Instance, cache: dict[str, str] | None = None) -> str:
@@ -297,11 +299,14 @@ def check_stored(log: SampleLog, instances: list[Instance], config: EvalConfig,
 
 
 def _check_shape(record: dict, inst: Instance, modality: str, sample: int) -> None:
-    """The fields readers use have the types `score` gives them, and say the sample of their key."""
+    """The fields readers use have the types `score` gives them, and say the sample of their key
+    (fields newer than the record, such as `finish_reason`, may be absent)."""
     if [record.get("id"), record.get("modality"), record.get("sample")] != [inst.id, modality, sample]:
         raise ValueError("its id, modality or sample is not its key's")
-    kinds = {"failed": bool, "response": (str, type(None)), "error": (str, type(None)), "latency_s": (int, float),
-             "attempts": int, "truncated": bool, "image_check": (str, type(None)), "image_tokens": (int, type(None))}
+    text = (str, type(None))
+    kinds = {"failed": bool, "response": text, "error": text, "latency_s": (int, float), "attempts": int,
+             "truncated": bool, "image_check": text, "image_tokens": (int, type(None)), "finish_reason": text,
+             "refusal": text}
     for name, kind in kinds.items():
         if name in record and (not isinstance(record[name], kind) or isinstance(record[name], bool) and kind != bool):
             raise TypeError(f"its {name} is {str(record[name])[:40]!r}")
@@ -371,6 +376,7 @@ def evaluate(
     probe fails; re-raised after). `backend` is None only with `rescore` (no model is called).
     Stored samples are reused only as answers to this run's very messages (`check_stored`);
     `notice` hears how many were not."""
+    _check_modalities(backend, config)
     out = Path(output_path) / model_dir_name(config.model)
     if out.exists() and not out.is_dir() or Path(output_path).is_file():
         raise DataError(f"--output-path {output_path}: {out if out.exists() else output_path} is a file, not a "
@@ -405,6 +411,18 @@ def evaluate(
         return results
 
 
+def _check_modalities(backend: Backend | None, config: EvalConfig) -> None:
+    """Refuse, before any work, pictures for a backend that declares it takes none (a text-only model):
+    every image sample would fail, on every rerun."""
+    takes = getattr(backend, "modalities", None)
+    asks = [flag for flag, wanted in (("--modality " + ("both" if len(config.modalities) > 1 else "image"),
+                                       "image" in config.modalities), (f"--probe {config.probe}", config.probe))
+            if wanted]
+    if takes is not None and "image" not in takes and asks:
+        raise UsageError(f"{backend.name} is a text-only model, but {' and '.join(asks)} asks it about pictures: "
+                         "evaluate it with --modality text (without --probe), or use a vision-language model")
+
+
 def guard_settings(out: Path, config: EvalConfig, dataset: dict | None, rescore: bool) -> None:
     """Refuse a folder whose samples were made with other settings (run.json), then record this run's."""
     run_file = out / "run.json"
@@ -437,8 +455,10 @@ class Recorder:
     kinds: dict[str, str] = field(default_factory=dict)  # instance id -> picture kind, drawn once
     done: int = 0  # this round's samples recorded
     total: int = 0  # this round's samples
+    sent: int = 0  # requests the backend made this run (results.json's timing.this_run_calls)
 
     def __call__(self, request: Request, completion: Completion) -> None:
+        self.sent += completion.attempts > 0  # attempts 0: held back before any call (its picture is unsendable)
         checked, undelivered = self.delivery.verdict(request, completion)
         if undelivered is not None:  # the picture did not reach the model: a failed sample
             completion = replace(completion, error=undelivered)
@@ -466,9 +486,8 @@ class Recorder:
 def ask_rounds(backend: Backend, instances: list[Instance], config: EvalConfig,
                image_loader: Callable[[Instance], bytes], recorder: Recorder) -> tuple[int, RunError | None]:
     """Ask the backend for every sample not yet answered, one batch per --rounds round (a sample
-    leaves when it is finished); (calls made, the `RunError` that stopped the run, if one did)."""
+    leaves when it is finished); (requests sent, the `RunError` that stopped the run, if one did)."""
     requests = build_requests(instances, config, image_loader, recorder.log)
-    calls = len(requests)
     recorder.start(len(requests))
     try:
         for _ in range(config.rounds):
@@ -486,13 +505,12 @@ def ask_rounds(backend: Backend, instances: list[Instance], config: EvalConfig,
             # the next round of every unfinished sample; failed calls wait for the next run, as without --rounds
             requests = [r for r in build_requests(instances, config, image_loader, recorder.log)
                         if r.history and not r.retry]
-            calls += len(requests)
             recorder.start(len(requests))
     except RunError as e:  # the endpoint refuses, or images do not reach the model: say so in results.json
-        return calls, e
+        return recorder.sent + getattr(e, "sent", 0), e
     finally:
         recorder.log.close()
-    return calls, None
+    return recorder.sent, None
 
 
 def write_results(out: Path, log: SampleLog, instances: list[Instance], config: EvalConfig, kinds: dict[str, str],
@@ -652,6 +670,12 @@ def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: f
             "completion_tokens": sum(r["completion_tokens"] or 0 for r in records),
             "failed_calls": sum(1 for r in records if r["failed"]),
             "truncated_responses": sum(1 for r in records if r.get("truncated")),
+            # answers the model ended at --max-tokens or its provider filtered, and refusals: scored as given, and
+            # counted so that a too-small --max-tokens is told from a wrong model
+            "length_stops": sum(1 for r in records if not r["failed"] and r.get("finish_reason") == "length"),
+            "content_filter_stops": sum(1 for r in records
+                                        if not r["failed"] and r.get("finish_reason") == "content_filter"),
+            "refusals": sum(1 for r in records if not r["failed"] and r.get("refusal") is not None),
         },
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "environment": environment(),

@@ -87,13 +87,21 @@ class ImageProbe(TypedDict, total=False):
     image_tokens: dict[str, float]  # min, max, mean over the samples that passed
 
 
-class Usage(TypedDict):
-    """Totals over every sample in the log (this run's and earlier parts')."""
-
+class _UsageCounts(TypedDict):
     prompt_tokens: int
     completion_tokens: int
     failed_calls: int
     truncated_responses: int
+
+
+class Usage(_UsageCounts, total=False):
+    """Totals over every sample in the log (this run's and earlier parts'). The answered samples whose
+    finish_reason says how they ended (absent in results.json written before mmnp counted them):
+    at --max-tokens, by the provider's content filter, or with a refusal; each scored as given."""
+
+    length_stops: int
+    content_filter_stops: int
+    refusals: int
 
 
 class Timing(TypedDict, total=False):

@@ -15,7 +15,7 @@ class VLLMOptions:
     gpu_memory_utilization: float = option(0.9, "fraction of GPU memory vLLM may use")
     max_model_len: int | None = option(None, "context length (default: the model's)")
     tensor_parallel_size: int = option(1, "GPUs per model")
-    dtype: str = option("auto", "auto, float32, bfloat16 or float16")
+    dtype: str = option("auto", "auto, float32, bfloat16 or float16", sample=True)
 
 
 class VLLMBackend:
@@ -41,5 +41,10 @@ class VLLMBackend:
         latency = (time.perf_counter() - began) / max(len(requests), 1)
         for request, output in zip(requests, outputs):
             completion = output.outputs[0]
+            finish = completion.finish_reason
+            if finish not in ("stop", "length"):  # "abort" (or unfinished): no answer, asked again next run
+                emit(request, Completion(None, latency_s=latency, error=f"vLLM ended the request without an answer "
+                                                                        f"(finish_reason {finish!r})"))
+                continue
             emit(request, Completion(completion.text, len(output.prompt_token_ids or []), len(completion.token_ids),
-                                     latency))
+                                     latency, finish_reason=finish))

@@ -44,21 +44,35 @@ SHAPES = {
     "non_utf8": lambda content: _ok("caf\u00e9 " + content).replace("caf\\u00e9".encode(), b"caf\xe9"),
     "lone_surrogate": lambda content: _ok("\ud800" + content),
     "deep_json": lambda content: b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    # well-formed replies that hold no answer: the engine aborted (vLLM, SGLang), an error, a reason nobody
+    # defined, a tool call (mmnp offers no tools)
+    "abort": lambda content: _ok("", finish="abort"),
+    "finish_error": lambda content: _ok("", finish="error"),
+    "unknown_finish": lambda content: _ok(content, finish="paused"),
+    "finish_number": lambda content: _ok(content, finish=3),
+    "tool_call": lambda content: _ok(None, finish="tool_calls", tool_calls=[
+        {"id": "c1", "type": "function", "function": {"name": "solve", "arguments": "{}"}}]),
+}
+# Replies that are the model's own outcome: scored as given, with their finish_reason (or refusal) recorded.
+OUTCOMES = {
+    "length": lambda content: _ok(content[: len(content) // 2], finish="length"),  # stopped at max_tokens
+    "content_filter": lambda content: _ok("", finish="content_filter"),
+    "refusal": lambda content: _ok(None, refusal="I can't help with that."),
 }
 
 
-def _ok(content, usage=None) -> bytes:
+def _ok(content, usage=None, finish="stop", **message) -> bytes:
     usage = {"prompt_tokens": 10, "completion_tokens": 5} if usage is None else usage
     return json.dumps({"id": "x", "object": "chat.completion",
-                       "choices": [{"index": 0, "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": content}}],
+                       "choices": [{"index": 0, "finish_reason": finish,
+                                    "message": {"role": "assistant", "content": content, **message}}],
                        "usage": usage}).encode()  # NaN as the bare token NaN, as Python's json writes it
 
 
 class FakeOpenAI:
     """`answer(text, png_bytes_or_None) -> str` decides the reply; `fault(request_no, text)`
     may return (status, delay_s) to inject a failure or a delay before answering; `shape(request_no,
-    text)` may name a reply of `SHAPES` (or "echo_key": an error echoing the Authorization header,
+    text)` may name a reply of `SHAPES` or `OUTCOMES` (or "echo_key": an error echoing the Authorization header,
     or "huge:N": a content of N characters, "echo_key_at:N": an error whose message has the Authorization
     header at character N, "echo_key_upper" / "echo_key_escaped": the key upper-cased / as \\u escapes,
     "content_key_at:N": a reply whose content has the key at character N) to send instead.
@@ -154,7 +168,7 @@ class FakeOpenAI:
                 if shape and shape.startswith("huge:"):
                     return self._send(200, _ok(content + "x" * int(shape[5:])))
                 if shape:
-                    return self._send(200, SHAPES[shape](content))
+                    return self._send(200, {**SHAPES, **OUTCOMES}[shape](content))
                 prompt_tokens = counted // 4 + (image_tokens(png) if png is not None else 0)
                 if server.context is not None and prompt_tokens > server.context:
                     message = f"maximum context length is {server.context} tokens, the prompt has {prompt_tokens}"

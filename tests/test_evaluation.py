@@ -325,6 +325,42 @@ def test_an_edited_stored_verdict_is_refused_until_rescored(tmp_path, edit, name
     assert run()["metrics"] == straight["metrics"]
 
 
+@pytest.mark.parametrize("edit, named", [({"finish_reason": 5}, "its finish_reason is '5'"),
+                                         ({"refusal": ["no"]}, "its refusal is \"['no']\"")])
+def test_stored_finish_reasons_are_checked_and_older_records_load(tmp_path, edit, named):
+    """Records carry how the model stopped (`finish_reason`, `refusal`): a wrong type is one line naming
+    the sample; records written before mmnp stored them (no such fields) are reused as they are."""
+    selection = select_instances(["knapsack"], ["easy"], count=2, seed=0)
+    config = EvalConfig("solver:heuristic", ("text",), 1, Sampling(temperature=0.7))
+
+    def run(backend=None):
+        return evaluate(backend or make_backend("solver:heuristic"), selection.instances, config, tmp_path,
+                        image_loader=selection.image, dataset=selection.identity)
+
+    straight = run()
+    log = tmp_path / "solver_heuristic" / "samples.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert all(r["finish_reason"] is None and r["refusal"] is None for r in records)  # a solver does not say
+    older = [{k: v for k, v in r.items() if k not in ("finish_reason", "refusal")} for r in records]
+    log.write_text("".join(json.dumps(r) + "\n" for r in older))
+    backend = _Counting()
+    assert run(backend)["metrics"] == straight["metrics"] and backend.calls == 0
+    log.write_text("".join(json.dumps({**r, **edit} if i == 1 else r) + "\n" for i, r in enumerate(records)))
+    with pytest.raises(mmnp.errors.DataError, match=re.escape(f"{log}: sample {records[1]['key']} is not a record "
+                                                              f"as `mmnp eval` writes it (TypeError: {named}")):
+        run()
+
+
+def test_the_dtype_shapes_a_sample_for_hf_and_vllm():
+    """fp32 and bf16 answers differ: a local model's dtype is checked on resume and recorded in config.model_args."""
+    from mmnp.evaluation.backend import backend_class, option_docs, sample_options
+
+    for name in ("hf", "vllm"):  # their modules import neither torch nor vLLM
+        cls = backend_class(name)
+        assert {d.name: d.sample for d in option_docs(cls)}["dtype"] is True, name
+        assert sample_options(cls.Options(dtype="bfloat16")) == {"dtype": "bfloat16"}
+
+
 def test_vllm_is_imported_only_when_used():
     """The base install never needs vLLM; asking for it without it says what to install."""
     import importlib.util

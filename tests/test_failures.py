@@ -68,6 +68,7 @@ def test_unfixable_errors_stop_the_run_with_the_servers_message(status, meaning,
     assert f"HTTP {status} ({meaning}): injected" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "openai_fake" / "samples.jsonl").exists()  # no failure recorded per sample
     assert _results(tmp_path)["complete"] is False and _results(tmp_path)["missing_instances"] == 4
+    assert _results(tmp_path)["timing"]["this_run_calls"] == 1  # what was sent, not the 4 planned
 
 
 def test_a_model_refused_midway_stops_without_recording_refusals(small_dataset, instances, tmp_path):
@@ -79,34 +80,45 @@ def test_a_model_refused_midway_stops_without_recording_refusals(small_dataset, 
     assert len(records) == 2 and not any(r["failed"] for r in records)
 
 
-def test_one_refused_prompt_does_not_block_the_others(small_dataset, instances, tmp_path):
-    """A server that refuses one prompt (HTTP 400, e.g. over its context length) whichever run asks
-    it: that sample fails and is retried next run, the others are answered; it used to be the
-    run's first request, sent alone, and stop every run before anything else was sent."""
-    refused, asked = instances[0].prompt, []
+@pytest.mark.parametrize("fault, attempts, reason", [
+    ((400, 0.0), 1, "HTTP 400: injected"),  # refused: over the context length
+    ((500, 0.0), 2, "HTTP 500: injected"),  # the server fails on this prompt, retries or not
+    ((200, 3.0), 2, "timed out after 1s"),  # ... or never answers it in time
+])
+def test_one_failing_prompt_does_not_block_the_others(fault, attempts, reason, small_dataset, instances, tmp_path):
+    """A server that fails one prompt whichever run asks it (refused, 5xx or timed out after every retry):
+    that sample fails and is retried next run, the others are answered. It is the run's first request,
+    sent alone; a 5xx or a timeout there used to stop every run before anything else was sent."""
+    failing, asked = instances[0].prompt, []
 
-    def fault(n: int, text: str) -> tuple[int, float] | None:
-        if text == refused:
+    def inject(n: int, text: str) -> tuple[int, float] | None:
+        if text == failing:
             asked.append(n)
-            return 400, 0.0
+            return fault
         return None
 
-    with FakeOpenAI(oracle(instances), fault) as server:
+    with FakeOpenAI(oracle(instances), inject) as server:
         for run in range(2):
-            result = _eval(server.url, small_dataset, tmp_path)
-            assert result.exit_code == 1 and "1 of 4 samples failed (1x HTTP 400: injected)" in result.output
+            result = _eval(server.url, small_dataset, tmp_path, "--timeout", "1")
+            assert result.exit_code == 1 and f"1 of 4 samples failed (1x {reason})" in result.output, result.output
             assert _results(tmp_path)["failed_samples"] == 1 and _results(tmp_path)["missing_instances"] == 0
-        assert len(asked) == 2 and len(server.requests) == 5  # 4, then only the failed one again
+            assert _results(tmp_path)["timing"]["this_run_calls"] == (4 if run == 0 else 1)
+        assert len(asked) == 2 * attempts and len(server.requests) == 3 + 2 * attempts  # then only the failed one
+    records = read_samples(tmp_path / "openai_fake" / "samples.jsonl")
+    assert [r["id"] for r in records if r["failed"]] == [instances[0].id]
 
 
-def test_a_server_that_refuses_every_prompt_stops_after_a_few(small_dataset, instances, tmp_path):
-    with FakeOpenAI(oracle(instances), lambda n, text: (400, 0.0)) as server:
+@pytest.mark.parametrize("status, attempts", [(400, 1), (500, 2)])
+def test_a_server_that_fails_every_prompt_stops_after_a_few(status, attempts, small_dataset, instances, tmp_path):
+    with FakeOpenAI(oracle(instances), lambda n, text: (status, 0.0)) as server:
         result = _eval(server.url, small_dataset, tmp_path)
-        assert len(server.requests) == 3  # the canaries, one after another; nothing else
+        assert len(server.requests) == 3 * attempts  # the canaries, one after another; nothing else
     assert result.exit_code == 1
-    assert re.search(r"the first 3 requests \((\w+-easy-000\d, ){2}\w+-easy-000\d\) each failed after 1 attempt\(s\), "
-                     r"so nothing else was sent: HTTP 400: injected", result.output), result.output
+    assert re.search(r"the first 3 requests \((\w+-easy-000\d, ){2}\w+-easy-000\d\) each failed after "
+                     rf"{attempts} attempt\(s\), so nothing else was sent: HTTP {status}: injected",
+                     result.output), result.output
     assert not (tmp_path / "openai_fake" / "samples.jsonl").exists()
+    assert _results(tmp_path)["timing"]["this_run_calls"] == 3  # the requests sent, not the 4 planned
 
 
 def test_a_server_that_is_down_fails_fast(small_dataset, tmp_path):
@@ -116,7 +128,7 @@ def test_a_server_that_is_down_fails_fast(small_dataset, tmp_path):
     result = _eval(f"http://127.0.0.1:{port}/v1", small_dataset, tmp_path)
     assert result.exit_code == 1
     assert re.search(r"the first request \(\w+-easy-000\d\) failed after 2 attempt\(s\), so nothing else was sent: "
-                     r"connection error", result.output), result.output
+                     r"connection error", result.output), result.output  # unreachable: no other prompt is tried
     assert not (tmp_path / "openai_fake" / "samples.jsonl").exists()
 
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import mmnp
-from fake_openai import SHAPES, FakeOpenAI, oracle
+from fake_openai import OUTCOMES, SHAPES, FakeOpenAI, oracle
 from mmnp.cli import app
 from mmnp.samplelog import read_samples
 
@@ -26,6 +26,11 @@ REASONS = {
     "non_utf8": "not UTF-8",
     "lone_surrogate": "lone surrogate",
     "deep_json": "nested too deeply",
+    "abort": "finish_reason 'abort': the server aborted the reply",
+    "finish_error": "finish_reason 'error': the server ended the reply with an error",
+    "unknown_finish": "finish_reason 'paused': not a reason mmnp scores",
+    "finish_number": "choices[0].finish_reason is a int",
+    "tool_call": "finish_reason 'tool_calls' with no text: a tool call, and mmnp offers no tools",
 }
 TASKS = ["--tasks", "knapsack,tsp", "--difficulty", "easy"]
 
@@ -80,6 +85,32 @@ def test_malformed_reply_is_a_failed_sample_then_retried(shape, small_dataset, i
 
     rescored = _eval("http://127.0.0.1:9/v1", small_dataset, tmp_path, "--rescore")  # resume data stays readable
     assert rescored.exit_code == 0, rescored.output
+
+
+def test_length_content_filter_and_refusal_are_scored_and_counted(small_dataset, instances, tmp_path):
+    """A reply cut at max_tokens, one the provider filtered and a refusal are the model's own outcomes:
+    scored as given (never failed, never asked again), each with its reason stored, and counted in
+    results.json, so that a too-small --max-tokens can be told from a wrong model."""
+    outcome = {instances[1].prompt: "length", instances[2].prompt: "content_filter", instances[3].prompt: "refusal"}
+    assert set(outcome.values()) == set(OUTCOMES)
+    with FakeOpenAI(oracle(instances), shape=lambda n, text: outcome.get(text)) as server:
+        result = _eval(server.url, small_dataset, tmp_path)
+        assert result.exit_code == 0, result.output
+        again = _eval(server.url, small_dataset, tmp_path)  # nothing to ask again: they are answers
+        assert again.exit_code == 0 and len(server.requests) == 4, again.output
+    records = {r["id"]: r for r in read_samples(tmp_path / "openai_fake" / "samples.jsonl")}
+    assert all(not r["failed"] for r in records.values())
+    assert [records[inst.id]["finish_reason"] for inst in instances] == ["stop", "length", "content_filter", "stop"]
+    assert records[instances[0].id]["feasible"] and records[instances[0].id]["refusal"] is None
+    cut = records[instances[1].id]
+    assert 0 < len(cut["response"]) < len(oracle(instances)(instances[1].prompt, None))
+    assert records[instances[2].id]["response"] == "" and not records[instances[2].id]["parsed"]
+    refused = records[instances[3].id]
+    assert refused["response"] == "" and refused["refusal"] == "I can't help with that." and not refused["parsed"]
+    results = _strict_json(tmp_path / "openai_fake" / "results.json")
+    assert results["complete"] is True and results["failed_samples"] == 0
+    assert {k: results["usage"][k] for k in ("length_stops", "content_filter_stops", "refusals")} == {
+        "length_stops": 1, "content_filter_stops": 1, "refusals": 1}
 
 
 def test_a_50_mb_response_is_cut_at_the_cap(small_dataset, instances, tmp_path):
