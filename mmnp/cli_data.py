@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from mmnp import export, importers
 from mmnp.clikit import console, out_console, user_errors
@@ -50,18 +51,22 @@ def export_command(
     data: Path = typer.Option(..., "--data", help="A dataset folder written by `mmnp generate`."),
     out: Path = typer.Option(..., "--out", "-o", help="A new folder for the export."),
     format: str = typer.Option("hf", "--format", help=_choices(export.FORMATS) + "."),
-    split_by: str = typer.Option("difficulty", "--split-by", help=", ".join(export.SPLIT_BY)
-                                 + " (none: one 'test' split)."),
-    modality: str = typer.Option("text", help="verl only: text prompts, or image prompts with the PNG."),
-    reward: str = typer.Option("quality", help="verl only: a reward's name, as for mmnp train --reward (its help lists them)."),
-    test_fraction: float = typer.Option(0.1, help="verl only: share of each task x difficulty in test.parquet."),
+    split_by: Optional[str] = typer.Option(None, "--split-by", help=", ".join(export.SPLIT_BY)
+                                           + " (none: one 'test' split); hf and parquet; default difficulty."),
+    modality: Optional[str] = typer.Option(None, help="verl only: text prompts, or image prompts with the PNG; "
+                                                      "default text."),
+    reward: Optional[str] = typer.Option(None, help="verl only: a reward's name, as for mmnp train --reward (its help "
+                                                    "lists them); default quality."),
+    test_fraction: Optional[float] = typer.Option(None, help="verl only: share of the instances in test.parquet, "
+                                                             "stratified by task x difficulty; default 0.1."),
     push_to_hub: Optional[str] = typer.Option(None, "--push-to-hub", help="Also upload to this Hub dataset repo "
                                                                           "(owner/name); needs `hf` format."),
     private: bool = typer.Option(False, help="Make the pushed Hub repo private."),
 ) -> None:
     """Export a dataset for Hugging Face datasets / the Hub, parquet readers, or verl."""
     summary = export.export_dataset(data, out, format, split_by, push_to_hub, private, modality, reward,
-                                    test_fraction)
+                                    test_fraction, notice=lambda line: console.print(f"[yellow]warning:[/] {escape(line)}",
+                                                                                     highlight=False))
     rows = ", ".join(f"{name} {n}" for name, n in summary["rows"].items())
     out_console.print(f"wrote {summary['out']} ({format}; rows: {rows}); benchmark hash "
                       f"{summary['benchmark_hash'][:12]}" + (f"; pushed to {push_to_hub}" if push_to_hub else ""),

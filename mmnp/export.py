@@ -16,8 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -75,14 +78,19 @@ def split_name(inst: Instance, split_by: str) -> str:
 
 @dataclass(frozen=True)
 class ExportOptions:
-    """What shapes an export besides its format (`modality`, `reward`, `test_fraction`: verl's)."""
+    """What shapes an export besides its format (`modality`, `reward`, `test_fraction`: verl's),
+    and where a writer's warnings go (`notice`, one line each)."""
 
     split_by: str = "difficulty"
     modality: str = "text"
     reward: str = "quality"
     test_fraction: float = 0.1
+    notice: Callable[[str], None] = field(default=lambda line: print(f"warning: {line}", file=sys.stderr),
+                                          compare=False)
 
 
+OPTION_FLAGS = {"split_by": "--split-by", "modality": "--modality", "reward": "--reward",
+                "test_fraction": "--test-fraction"}  # the ExportOptions a format may take, by their flags
 Png = Callable[[Instance], bytes]
 Writer = Callable[[Path, list[Instance], Png, dict, ExportOptions], dict[str, int]]
 
@@ -90,12 +98,14 @@ Writer = Callable[[Path, list[Instance], Png, dict, ExportOptions], dict[str, in
 @dataclass(frozen=True)
 class ExportFormat:
     """One `--format`: its help, the writer that fills the (staging) folder and returns the rows
-    per split, whether the Hub takes it (`--push-to-hub`), and a check of its options."""
+    per split, whether the Hub takes it (`--push-to-hub`), a check of its options, and the options
+    it reads (`takes`: any other one given is refused, never silently ignored)."""
 
     help: str
     write: Writer
     hub: bool = False
     check: Callable[[ExportOptions], None] = lambda options: None
+    takes: tuple[str, ...] = ("split_by",)
 
 
 def _write_splits(layout: str) -> Writer:
@@ -115,7 +125,8 @@ def _write_hf(folder: Path, instances: list[Instance], png: Png, meta: dict, opt
               ) -> dict[str, int]:
     """The Hub layout: data/<split>-00000-of-00001.parquet and the dataset card."""
     counts = _write_splits("data/{name}-00000-of-00001.parquet")(folder, instances, png, meta, options)
-    (folder / "README.md").write_text(dataset_card(meta, counts, install_line(folder)), encoding="utf-8")
+    (folder / "README.md").write_text(dataset_card(meta, counts, install_line(folder, options.notice)),
+                                      encoding="utf-8")
     return counts
 
 
@@ -127,25 +138,34 @@ def _check_verl(options: ExportOptions) -> None:
 # -- writing --------------------------------------------------------------------------------------------
 
 
-def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_by: str = "difficulty",
-                   push_to_hub: str | None = None, private: bool = False, modality: str = "text",
-                   reward: str = "quality", test_fraction: float = 0.1) -> dict:
+def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_by: str | None = None,
+                   push_to_hub: str | None = None, private: bool = False, modality: str | None = None,
+                   reward: str | None = None, test_fraction: float | None = None,
+                   notice: Callable[[str], None] | None = None) -> dict:
     """Write the dataset at `data` to `out` and return a summary (files, rows per split).
 
     `hf`: a Hub-ready folder (dataset card + data/<split>-00000-of-00001.parquet), loadable with
     `datasets.load_dataset(out)` and pushed with `push_to_hub`. `parquet`: one <split>.parquet
     a split, for pandas/polars/duckdb. `verl`: train.parquet and test.parquet in verl's RL row
-    format (`test_fraction` of each task x difficulty, chosen by content hash, goes to test).
-    The folder appears whole or not at all; an existing non-empty `out` is refused.
+    format (`test_fraction` of the instances, stratified by task x difficulty: `_verl_test_ids`).
+    An option the format does not read (None: not given) is refused; `notice` takes the writer's
+    warnings (default: stderr). The folder appears whole or not at all; an existing non-empty
+    `out` is refused.
     """
     if format not in FORMATS:
         raise UsageError(f"--format {format!r}: choose one of {', '.join(FORMATS)}")
-    if split_by not in SPLIT_BY:
-        raise UsageError(f"--split-by {split_by!r}: choose one of {', '.join(SPLIT_BY)}")
     if push_to_hub and not FORMATS[format].hub:
         raise UsageError("--push-to-hub needs --format " + " or ".join(n for n, f in FORMATS.items() if f.hub)
                          + " (the Hub layout with its dataset card)")
-    options = ExportOptions(split_by, modality, reward, test_fraction)
+    given = {name: value for name, value in (("split_by", split_by), ("modality", modality), ("reward", reward),
+                                             ("test_fraction", test_fraction)) if value is not None}
+    if unused := [OPTION_FLAGS[name] for name in given if name not in FORMATS[format].takes]:
+        takes = ", ".join(OPTION_FLAGS[name] for name in FORMATS[format].takes) or "none of them"
+        raise UsageError(f"{', '.join(unused)}: --format {format} does not use {'it' if len(unused) == 1 else 'them'} "
+                         f"(it takes {takes}); drop {'it' if len(unused) == 1 else 'them'} or choose another --format")
+    if given.get("split_by", "difficulty") not in SPLIT_BY:
+        raise UsageError(f"--split-by {split_by!r}: choose one of {', '.join(SPLIT_BY)}")
+    options = ExportOptions(**given, **({"notice": notice} if notice else {}))
     FORMATS[format].check(options)
     data, out = Path(data), Path(out)
     check_new_folder(out)
@@ -155,10 +175,10 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
     images = "dataset" if manifest["arguments"].get("images", True) else "rendered at export"
     meta = {"format": "mmnp-export", "export_version": EXPORT_VERSION, "mmnp_version": _version(),
             "benchmark_hash": identity["benchmark_hash"], "references_hash": identity["references_hash"],
-            "manifest": manifest, "split_by": split_by, "images": images}
+            "manifest": manifest, "split_by": options.split_by, "images": images}
 
     def png(inst: Instance) -> bytes:
-        return dataset.image(inst) if inst.image else get_task(inst.task).render(inst)
+        return dataset.image(inst) if inst.image else rendered_picture(inst)
 
     counts = write_whole_folder(out, lambda staging: FORMATS[format].write(staging, instances, png, meta, options))
     summary = {"out": str(out), "format": format, "rows": counts, "benchmark_hash": identity["benchmark_hash"]}
@@ -166,6 +186,12 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
         push(out, push_to_hub, private)
         summary["pushed_to"] = push_to_hub
     return summary
+
+
+def rendered_picture(inst: Instance) -> bytes:
+    """The picture an export of a `--no-images` dataset holds: drawn from the (hashed) instance at the
+    default size. Drawing is deterministic, so `load_export` draws it again to check the row's bytes."""
+    return get_task(inst.task).render(inst)
 
 
 def _version() -> str:
@@ -200,27 +226,67 @@ def _chunks(rows: Iterable[dict], size: int) -> Iterator[list[dict]]:
         yield batch
 
 
+def verl_features(modality: str):
+    """verl's row schema (`to_verl_row`'s columns) as `datasets.Features`: every split is written
+    with it, so an empty one still has its columns and types."""
+    from datasets import Features, Value
+
+    text = Value("string")
+    columns = {"data_source": text, "prompt": [{"role": text, "content": text}], "ability": text,
+               "reward_model": {"style": text, "ground_truth": text},
+               "extra_info": {"index": Value("int64"), "split": text, "id": text, "task": text, "difficulty": text,
+                              "reward": text}}
+    return Features({**columns, **({"images": [{"bytes": Value("binary")}]} if modality == "image" else {})})
+
+
+def _verl_test_ids(instances: list[Instance], fraction: float) -> set[str]:
+    """The ids that go to test.parquet. Of the N instances, T = round(fraction x N) (half up; at
+    least 1 and at most N - 1, since verl refuses an empty train or validation set) are shared by
+    largest remainder among the tasks in proportion to their sizes, then each task's share among
+    its difficulties the same way (ties go to the earlier in the dataset); a task x difficulty
+    cell gives its first in content-hash order. Stratified, near the fraction, deterministic, and
+    the same whatever the order of the rows."""
+    if len(instances) < 2:
+        raise UsageError(f"--format verl needs at least 2 instances (one for train.parquet, one for test.parquet); "
+                         f"the dataset holds {len(instances)}: generate more with a larger --count")
+    cells: dict[str, dict[str, list[Instance]]] = {}
+    for inst in instances:
+        cells.setdefault(inst.task, {}).setdefault(inst.difficulty, []).append(inst)
+    total = min(max(math.floor(Fraction(str(fraction)) * len(instances) + Fraction(1, 2)), 1), len(instances) - 1)
+    per_task = _apportion(total, {task: sum(map(len, by.values())) for task, by in cells.items()})
+    return {inst.id for task, by in cells.items()
+            for difficulty, n in _apportion(per_task[task], {d: len(m) for d, m in by.items()}).items()
+            for inst in sorted(by[difficulty], key=lambda i: i.hash)[:n]}
+
+
+def _apportion(total: int, sizes: dict[str, int]) -> dict[str, int]:
+    """`total` shared among `sizes`' keys in proportion to their sizes, by largest remainder (each
+    gets the floor of its quota, the largest remainders one more; ties keep `sizes`' order)."""
+    quota = {key: Fraction(total * n, sum(sizes.values())) for key, n in sizes.items()}
+    shares = {key: math.floor(q) for key, q in quota.items()}
+    for key in sorted(quota, key=lambda key: shares[key] - quota[key])[:total - sum(shares.values())]:
+        shares[key] += 1
+    return shares
+
+
 def _write_verl(folder: Path, instances: list[Instance], png: Png, meta: dict, options: ExportOptions,
                 ) -> dict[str, int]:
-    """train.parquet / test.parquet with verl's columns (no mmnp description: verl rows are for
-    training); test = the first ceil(f*n) of each task x difficulty in hash order (stratified,
-    and the same whatever the order of the rows)."""
+    """train.parquet / test.parquet with verl's columns and schema (no mmnp description: verl rows
+    are for training); test holds `_verl_test_ids`."""
     from datasets import Dataset
 
     from mmnp.trainers.rewards.verl import to_verl_row
 
-    groups: dict[tuple[str, str], list[Instance]] = {}
-    for inst in instances:
-        groups.setdefault((inst.task, inst.difficulty), []).append(inst)
-    test_ids = {i.id for members in groups.values()
-                for i in sorted(members, key=lambda i: i.hash)[:math.ceil(options.test_fraction * len(members))]}
+    test_ids = _verl_test_ids(instances, options.test_fraction)
+    features = verl_features(options.modality)
     counts = {}
     for split in ("train", "test"):
         members = [i for i in instances if (i.id in test_ids) == (split == "test")]
         rows = [to_verl_row(inst, options.modality, options.reward,
                             png=png(inst) if options.modality == "image" else None, index=index, split=split)
                 for index, inst in enumerate(members)]
-        Dataset.from_list(rows).to_parquet(str(folder / f"{split}.parquet"))
+        columns = {name: [row[name] for row in rows] for name in features}
+        Dataset.from_dict(columns, features=features).to_parquet(str(folder / f"{split}.parquet"))
         counts[split] = len(rows)
     return counts
 
@@ -228,7 +294,8 @@ def _write_verl(folder: Path, instances: list[Instance], png: Png, meta: dict, o
 FORMATS: dict[str, ExportFormat] = {  # `mmnp export --format`: its choices and help come from here
     "hf": ExportFormat("Hub folder with card", _write_hf, hub=True),
     "parquet": ExportFormat("a file per split", _write_splits("{name}.parquet")),
-    "verl": ExportFormat("train/test parquet for verl", _write_verl, check=_check_verl),
+    "verl": ExportFormat("train/test parquet for verl", _write_verl, check=_check_verl,
+                         takes=("modality", "reward", "test_fraction")),
 }
 
 
@@ -244,30 +311,28 @@ def generate_command(manifest: dict) -> str:
     return " ".join(parts)
 
 
-def install_line(folder: Path) -> str:
+WHEEL_EPOCH = "315532800"  # SOURCE_DATE_EPOCH of the card's wheel (1980-01-01, zip's first date): the same bytes each build
+LICENSE_FILES = ("LICEN[CS]E*", "COPYING*", "NOTICE*", "AUTHORS*")  # setuptools' default license_files
+
+
+def install_line(folder: Path, notice: Callable[[str], None]) -> str:
     """The pip command that installs the mmnp that wrote an export. Installed from a source checkout
     (the usual developer install), its wheel is built into `folder` and installed from there, so the
-    card's line works wherever the export goes (the Hub copy included); installed from a URL or a
-    wheel file, that URL (PEP 610's direct_url.json); otherwise from the package index."""
+    card's line works wherever the export goes (the Hub copy included); when that build fails, the
+    export still succeeds, with a line for a source checkout and a `notice` saying why. Installed
+    from a URL or a wheel file, that URL (PEP 610's direct_url.json); otherwise from the index."""
     import importlib.metadata
-    import subprocess
-    import sys
 
     version = _version()
     source = Path(__file__).resolve().parent.parent
     if (source / "pyproject.toml").is_file() and 'name = "mmnp"' in (source / "pyproject.toml").read_text():
-        import fcntl
-
-        lock = Path(tempfile.gettempdir()) / f"mmnp-wheel-{hashlib.sha256(str(source).encode()).hexdigest()[:12]}.lock"
-        with open(lock, "w") as held:  # setuptools builds in the checkout's build/: one build at a time
-            fcntl.flock(held, fcntl.LOCK_EX)
-            built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder),
-                                    str(source)], capture_output=True, text=True)
-        wheels = sorted(folder.glob("mmnp-*.whl"))
-        if built.returncode != 0 or len(wheels) != 1:
-            raise RunError(f"building mmnp's wheel from {source} for the dataset card failed: "
-                           f"{(built.stderr or built.stdout).strip().splitlines()[-1:]}")
-        return (f"pip install ./{wheels[0].name}    # the wheel beside this card (a Hub copy: "
+        try:
+            wheel = build_wheel(source, folder)
+        except RunError as e:
+            notice(f"the dataset card names no wheel: {e}")
+            return (f"pip install .    # in a source checkout of mmnp {version} (its wheel could not be built at "
+                    "export)")
+        return (f"pip install ./{wheel.name}    # the wheel beside this card (a Hub copy: "
                 "huggingface-cli download REPO --repo-type dataset --local-dir .)")
     direct = json.loads(importlib.metadata.distribution("mmnp").read_text("direct_url.json") or "null")
     if direct and "dir_info" not in direct:  # an archive or a VCS URL; a local folder would not travel
@@ -275,6 +340,62 @@ def install_line(folder: Path) -> str:
         url = f"git+{direct['url']}@{vcs['commit_id']}" if vcs else direct["url"]
         return f'pip install "mmnp @ {url}"'
     return f"pip install mmnp=={version}"
+
+
+def build_wheel(source: Path, folder: Path) -> Path:
+    """mmnp's wheel built from the checkout `source` into `folder`, the same bytes each time: from a
+    temporary copy of what the wheel holds (`wheel_sources`; the checkout is only read, no build/ or
+    egg-info lands in it), without build isolation when setuptools is importable (so no index is
+    asked), with SOURCE_DATE_EPOCH fixed and the files' modes normalised. RunError says why not."""
+    import importlib.util
+    import shutil
+    import subprocess
+
+    with tempfile.TemporaryDirectory(prefix="mmnp-wheel-") as tmp:
+        tree, built = Path(tmp) / "src", Path(tmp) / "wheel"
+        for rel in wheel_sources(source):
+            if (source / rel).is_dir():
+                shutil.copytree(source / rel, tree / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+            else:
+                (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source / rel, tree / rel)
+        for root, dirs, files in os.walk(tree):
+            os.chmod(root, 0o755)
+            for name in files:
+                os.chmod(os.path.join(root, name), 0o644)
+        # without setuptools here, pip's isolated build fetches it from the index
+        local = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+        command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *local, "-w", str(built), str(tree)]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=tmp,
+                              env={**os.environ, "SOURCE_DATE_EPOCH": WHEEL_EPOCH})
+        wheels = sorted(built.glob("mmnp-*.whl"))
+        if done.returncode != 0 or len(wheels) != 1:
+            lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+            errors = [line for line in lines if line.startswith("ERROR:")]  # pip's own reason, not its closing note
+            why = (errors or lines or [f"exit status {done.returncode}"])[-1]
+            raise RunError(f"building mmnp's wheel from {source} failed ({' '.join(['pip wheel', *local])}): {why}")
+        shutil.copyfile(wheels[0], folder / wheels[0].name)
+    return folder / wheels[0].name
+
+
+def wheel_sources(source: Path) -> list[str]:
+    """What mmnp's wheel is built from, relative to the checkout `source`: pyproject.toml, its readme
+    and license files, and the folders of the packages it lists ([tool.setuptools.package-dir], else
+    the packages' top-level names; their package data lies inside them)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        raise RunError("reading pyproject.toml needs Python 3.11's tomllib") from None
+    config = tomllib.loads((source / "pyproject.toml").read_text(encoding="utf-8"))
+    project, setuptools = config.get("project", {}), config.get("tool", {}).get("setuptools", {})
+    readme = project.get("readme")
+    readme = readme.get("file") if isinstance(readme, dict) else readme
+    folders = set(setuptools.get("package-dir", {}).values()) or {p.split(".")[0] for p in setuptools.get("packages", [])}
+    if not folders or any(f in ("", ".") or not (source / f).is_dir() for f in folders):
+        raise RunError(f"{source / 'pyproject.toml'}: its package folders {sorted(folders)} are not folders of the "
+                       "checkout")
+    licenses = {p.name for pattern in LICENSE_FILES for p in source.glob(pattern) if p.is_file()}
+    return sorted({"pyproject.toml", *([readme] if readme else []), *licenses, *folders})
 
 
 def dataset_card(meta: dict, counts: dict[str, int], install: str) -> str:
@@ -302,10 +423,7 @@ with a shorter prompt, with reference objectives from a heuristic and an exact s
 ## Integrity
 
 Benchmark hash: `{meta['benchmark_hash']}`, references hash: `{meta['references_hash']}`.
-The benchmark hash covers every record but its references (instance, prompts, picture record)
-and every picture's bytes; the references hash covers the heuristic and exact references. Both
-are re-derived from the rows by `mmnp.export.load_export` (and `mmnp eval --data` on this
-export), which refuses an export whose rows differ from the source manifest embedded here.
+{_coverage(meta)}
 
 ## How it was made
 
@@ -327,6 +445,22 @@ since each task's instance has its own shape. `image` is the rendered PNG. Score
 
 Apache-2.0, like mmnp.
 """
+
+
+def _coverage(meta: dict) -> str:
+    """What the card's hashes cover, and how a reader checks the pictures, for this export's pictures."""
+    if meta["images"] == "dataset":
+        return """The benchmark hash covers every record but its references (instance, prompts, picture record)
+and every picture's bytes; the references hash covers the heuristic and exact references. Both
+are re-derived from the rows by `mmnp.export.load_export` (and `mmnp eval --data` on this
+export), which refuses an export whose rows differ from the source manifest embedded here."""
+    return """The source dataset was generated with `--no-images`, so neither hash covers a picture: the
+benchmark hash covers every record but its references (instance, prompts), the references hash
+the heuristic and exact references. Each picture here was drawn from its instance at export.
+`mmnp.export.load_export` (and `mmnp eval --data` on this export) re-derives both hashes from the
+rows, refusing an export whose rows differ from the source manifest embedded here, and draws
+every picture again, refusing a row whose picture differs (an export drawn by another mmnp or
+Pillow too: export it again)."""
 
 
 def _card_header(meta: dict, counts: dict[str, int]) -> dict:
@@ -389,7 +523,7 @@ class Export:
         return self.hashes[0]
 
     def image(self, inst: Instance) -> bytes:
-        """The instance's PNG (checked against the source dataset's digest when read back)."""
+        """The instance's PNG (checked when read back: against the source dataset's digest, or drawn again)."""
         return self.images[inst.id]
 
     def identity(self) -> dict:
@@ -404,7 +538,8 @@ def load_export(path: str | Path) -> Export:
     """An `hf` or `parquet` export (a folder, a parquet file, or a Hub dataset `hf://owner/name`)
     as Instances, checked row by row with the same check as the dataset folder it came from:
     each row rebuilds its record line, whose digests, ids and shards, and the pictures' bytes,
-    must be those the embedded source manifest lists, and derive its hashes."""
+    must be those the embedded source manifest lists, and derive its hashes. A picture drawn at
+    export (a `--no-images` dataset: no digest lists it) must be the one its instance draws."""
     try:
         import pyarrow.parquet  # noqa: F401  (read in `_read_parquet`: checked before any download)
     except ImportError:
@@ -462,9 +597,9 @@ def _checked_rows(path: Path, manifest: dict, rows: list[tuple[Path, int, dict]]
     for file, number, row in rows:
         where = f"{file} row {number} (id {row.get('id')!r})"
         inst = _row_instance(row, where, with_pictures)
-        derived.append((where, inst, tuple(row.get(k) for k in DERIVED_COLUMNS)))
-        digest = digest_line(record_line(inst), where)
         png = (row.get("image") or {}).get("bytes") or b""
+        derived.append((where, inst, tuple(row.get(k) for k in DERIVED_COLUMNS), png))
+        digest = digest_line(record_line(inst), where)
         images[inst.id] = png
         pngs[digest] = hashlib.sha256(png).hexdigest() if with_pictures else NO_IMAGE
         shard = (inst.task, inst.difficulty)
@@ -480,10 +615,15 @@ def _checked_rows(path: Path, manifest: dict, rows: list[tuple[Path, int, dict]]
         more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
         raise DataError(f"{problems[0]}{more}. The export differs from the dataset it was made from (edited or "
                         "damaged; a missing split too): export it again, or download it whole")
-    for where, inst, columns in derived:  # what harnesses score from (lm-eval, lmms-eval) is what the record says
+    for where, inst, columns, png in derived:  # what harnesses score from (lm-eval, lmms-eval) is what the record says
         if columns != tuple(to_row(inst, b"")[k] for k in DERIVED_COLUMNS):
             raise DataError(f"{where}: its {', '.join(DERIVED_COLUMNS)} columns are not what its record says; the "
                             "export was edited: export it again from the generated dataset")
+        # no hash covers a picture drawn at export (the dataset has none): the instance, checked above, draws it again
+        if not with_pictures and png != rendered_picture(inst):
+            raise DataError(f"{where}: its picture is not the one its instance draws (drawn at export: the dataset "
+                            "has no pictures); the export was edited, or drawn by another mmnp or Pillow: export it "
+                            "again from the dataset")
     order = {s: n for n, s in enumerate(listed)}
     instances.sort(key=lambda i: (order[i.task, i.difficulty], int(i.id.rsplit("-", 1)[1])))
     return instances, images, hashes

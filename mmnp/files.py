@@ -63,6 +63,9 @@ def check_new_folder(out: Path) -> None:
         raise UsageError(f"--out {out} is a link or a mount point; give a new folder's path")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--out {out} exists and is not empty; choose a new folder (mmnp never overwrites your files)")
+    if out.is_dir() and os.path.samefile(out, "."):  # the finished folder replaces it: a shell in it would see none
+        raise UsageError(f"--out {out} is the current folder, which mmnp would replace by the finished one (your shell "
+                         "would stay in the old, empty one); give a new folder's path, e.g. --out export")
 
 
 def write_whole_folder(out: Path, write: Callable[[Path], T]) -> T:
@@ -71,7 +74,7 @@ def write_whole_folder(out: Path, write: Callable[[Path], T]) -> T:
     import shutil
     import tempfile
 
-    out = Path(out)
+    out = Path(os.path.abspath(out))  # `.` or `x/..` has no name and no parent to stage beside
     check_new_folder(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import yaml
 
@@ -27,18 +27,23 @@ def cache_root() -> Path:
 
 
 def task_files(package: str, group: str, task_fields: Callable[[Task], dict[str, Any]],
-               template_fields: dict[str, Any] | None = None, utils_lines: str = "") -> dict[str, str]:
+               template_fields: dict[str, Any] | None = None, utils_lines: str = "",
+               members: Iterable[str] | None = None) -> dict[str, str]:
     """The folder's files by name: `package`'s `_template_yaml` (updated with `template_fields`), a
     `utils.py` that re-exports `package.utils` (the templates' `!function utils.*` resolve beside
-    them) followed by `utils_lines`, the group `group` (an unweighted mean over tasks: mmnp's macro mean) and `group_<task>`."""
+    them) followed by `utils_lines`, the group `group` (an unweighted mean over its tasks: mmnp's
+    macro mean; over the tasks named in `members`, else every registered task) and `group_<task>`
+    for every registered task."""
     here = Path(importlib.import_module(package).__file__).parent
     template = (here / "_template_yaml").read_text()
     for key, value in (template_fields or {}).items():
         template += f"{key}: {json.dumps(value)}\n"  # JSON is YAML
     names = [f"{group}_{task.name}" for task in list_tasks()]
+    chosen = None if members is None else set(members)
+    listed = [f"{group}_{task.name}" for task in list_tasks() if chosen is None or task.name in chosen]
     mean = [{"metric": m, "aggregation": "mean", "weight_by_size": False} for m in ("sr", "qr")]
     files = {"_template_yaml": template, "utils.py": f"from {package}.utils import *  # noqa: F401,F403\n{utils_lines}",
-             f"{group}.yaml": yaml.safe_dump({"group": group, "task": names, "aggregate_metric_list": mean,
+             f"{group}.yaml": yaml.safe_dump({"group": group, "task": listed, "aggregate_metric_list": mean,
                                               "metadata": {"version": 1.0}}, sort_keys=False)}
     for name, task in zip(names, list_tasks()):
         files[f"{name}.yaml"] = yaml.safe_dump({"include": "_template_yaml", "task": name, **task_fields(task)},

@@ -387,3 +387,153 @@ def _rounded(value):
     if isinstance(value, dict):
         return {k: _rounded(v) for k, v in value.items()}
     return round(value, 12) if isinstance(value, float) else value
+
+
+# -- pictures drawn at export (a --no-images dataset) ------------------------------------------------------
+
+def generated(out: Path, tasks: tuple[str, ...], difficulties: tuple[str, ...] = ("easy",), count: int = 2) -> Path:
+    """A small dataset without pictures or exact references (quick to make)."""
+    from mmnp.dataset import GenerateSpec, generate_dataset
+
+    generate_dataset(out, GenerateSpec(tasks=tasks, difficulties=difficulties, count=count, seed=3, images=False,
+                                       optimal=False), workers=1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def no_images_export(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("noimg")
+    out = folder / "x"
+    export_dataset(generated(folder / "data", ("knapsack", "tsp")), out, "hf", "task")
+    return out
+
+
+def _answer_drawn(rows):
+    """Row 0's picture with its heuristic answer drawn over it: a model shown it reads the answer off."""
+    task = get_task(rows[0]["task"])
+    inst = {"task": rows[0]["task"], "instance": json.loads(rows[0]["instance"])}
+    answer = task.format_answer(json.loads(rows[0]["reference"])["heuristic"]["solution"])
+    rows[0]["image"] = {"bytes": task.render(inst, answer=answer), "path": rows[0]["image"]["path"]}
+
+
+@pytest.mark.parametrize("tamper", ["answer drawn", "not a png"])
+def test_a_picture_drawn_at_export_is_drawn_again_and_a_changed_one_refused(no_images_export, tmp_path, tamper):
+    """No hash covers a picture of a --no-images dataset's export, so load_export draws each one again
+    from its checked instance: a picture swapped for one with the answer drawn on it, or for bytes
+    that are no PNG, is refused in one line naming the file, the row and the id."""
+    export = load_export(no_images_export)
+    assert all(export.image(i) == get_task(i.task).render(i) for i in export.instances)
+    x = copy(no_images_export, tmp_path / "x")
+    edit = _answer_drawn if tamper == "answer drawn" else (
+        lambda rows: rows[1].update(image={"bytes": b"not a png", "path": rows[1]["image"]["path"]}))
+    rewrite(x / "data/tsp-00000-of-00001.parquet", edit)
+    row = 0 if tamper == "answer drawn" else 1
+    with pytest.raises(DataError, match=rf"tsp-00000-of-00001.parquet row {row} \(id 'tsp-easy-000{row}'\): its "
+                                        "picture is not the one its instance draws") as refused:
+        load_export(x)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_card_says_what_the_hashes_cover_for_pictures_drawn_at_export(no_images_export, hf_export):
+    drawn, kept = (no_images_export / "README.md").read_text(), (hf_export / "README.md").read_text()
+    assert "neither hash covers a picture" in drawn and "draws\nevery picture again" in drawn
+    assert "every picture's bytes" in kept and "every picture's bytes" not in drawn
+
+
+# -- the card's wheel ----------------------------------------------------------------------------------------
+
+def test_hf_export_works_offline_and_is_byte_identical_wheel_included(small_dataset, hf_export, tmp_path,
+                                                                      monkeypatch):
+    """No package index (PIP_NO_INDEX): the wheel is built without build isolation from a temporary
+    copy of the checkout, with a fixed SOURCE_DATE_EPOCH, so a second export is the same bytes."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    export_dataset(small_dataset, tmp_path / "again", "hf", "difficulty")
+    files = sorted(p.relative_to(hf_export) for p in hf_export.rglob("*") if p.is_file())
+    assert any(p.suffix == ".whl" for p in files)
+    assert sorted(p.relative_to(tmp_path / "again") for p in (tmp_path / "again").rglob("*") if p.is_file()) == files
+    for rel in files:
+        assert (tmp_path / "again" / rel).read_bytes() == (hf_export / rel).read_bytes(), rel
+
+
+def test_the_wheel_builds_from_a_read_only_checkout_and_leaves_it_untouched(tmp_path, monkeypatch):
+    """The build runs in a temporary copy of what the wheel holds: a read-only checkout builds,
+    and no build/ or egg-info lands in it."""
+    import shutil
+    import stat
+
+    import mmnp.export as ex
+
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    root = Path(ex.__file__).resolve().parent.parent
+    checkout = tmp_path / "checkout"
+    for rel in ex.wheel_sources(root):
+        if (root / rel).is_dir():
+            shutil.copytree(root / rel, checkout / rel, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            checkout.mkdir(exist_ok=True)
+            shutil.copyfile(root / rel, checkout / rel)
+    before = sorted(str(p.relative_to(checkout)) for p in checkout.rglob("*"))
+    paths = [checkout, *checkout.rglob("*")]
+    for p in paths:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        (tmp_path / "out").mkdir()
+        wheel = ex.build_wheel(checkout, tmp_path / "out")
+    finally:
+        for p in paths:
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    assert wheel.parent == tmp_path / "out" and wheel.name.startswith("mmnp-")
+    assert sorted(str(p.relative_to(checkout)) for p in checkout.rglob("*")) == before
+
+
+def test_a_wheel_that_cannot_be_built_leaves_a_source_line_and_a_warning(small_dataset, tmp_path, monkeypatch):
+    """Offline and without setuptools at hand, pip's isolated build cannot fetch setuptools: the
+    export still succeeds, its card says how to install that mmnp from source, and one warning
+    line says why there is no wheel."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "setuptools" else find_spec(name, *a))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    notices = []
+    export_dataset(small_dataset, tmp_path / "x", "hf", notice=notices.append)
+    from mmnp import __version__
+
+    assert f"    pip install .    # in a source checkout of mmnp {__version__}" in (tmp_path / "x" / "README.md").read_text()
+    assert not list((tmp_path / "x").glob("*.whl"))
+    (line,) = notices
+    assert line.startswith("the dataset card names no wheel: building mmnp's wheel from ") and "(pip wheel)" in line
+    assert "\n" not in line and "setuptools" in line
+    assert len(load_export(tmp_path / "x").instances) == SMALL_TOTAL
+
+
+# -- --out and the options a format does not use -----------------------------------------------------------
+
+def test_out_as_the_current_folder_is_refused_truthfully_and_an_empty_folder_elsewhere_taken(small_dataset, tmp_path,
+                                                                                            monkeypatch):
+    """`--out .` would replace the folder the shell is in (the shell would stay in the old, empty
+    one): refused as what it is, not as "not empty"; an empty folder named by its path is taken."""
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    with pytest.raises(UsageError, match=r"--out \. is the current folder"):
+        export_dataset(small_dataset, ".", "parquet")
+    assert not list((tmp_path / "here").iterdir()) and not [p for p in tmp_path.iterdir() if p.name != "here"]
+    (tmp_path / "empty").mkdir()
+    export_dataset(small_dataset, "../empty", "parquet")
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == ["easy.parquet", "medium.parquet"]
+
+
+def test_an_option_the_format_does_not_use_is_refused_in_one_line(small_dataset, tmp_path):
+    for fmt, option, flag in (("hf", {"modality": "image"}, "--modality"), ("parquet", {"test_fraction": 0.2},
+                              "--test-fraction"), ("parquet", {"reward": "feasible"}, "--reward"),
+                              ("verl", {"split_by": "task"}, "--split-by")):
+        with pytest.raises(UsageError, match=rf"^{flag}: --format {fmt} does not use it"):
+            export_dataset(small_dataset, tmp_path / "x", fmt, **option)
+    assert not (tmp_path / "x").exists()
+    app = typer.Typer()
+    app.command("export")(export_command)
+    app.command("noop")(lambda: None)
+    result = CliRunner().invoke(app, ["export", "--data", str(small_dataset), "--out", str(tmp_path / "y"), "--format",
+                                      "parquet", "--test-fraction", "0.2"])
+    assert result.exit_code == 2 and "--test-fraction: --format parquet does not use it" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "y").exists()

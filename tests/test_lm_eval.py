@@ -233,3 +233,52 @@ def test_process_results_scores_like_the_verifier(small_dataset):
 def test_missing_data_is_one_clear_error():
     with pytest.raises(UsageError, match="--metadata"):
         load_docs(task="tsp")
+
+
+@pytest.fixture(scope="module")
+def two_tasks(tmp_path_factory) -> Path:
+    """A dataset of two of the ten tasks (easy only, no pictures, no exact references: quick)."""
+    from mmnp.dataset import GenerateSpec, generate_dataset
+
+    out = tmp_path_factory.mktemp("two") / "data"
+    generate_dataset(out, GenerateSpec(tasks=("knapsack", "tsp"), difficulties=("easy",), count=2, seed=5,
+                                       images=False, optimal=False), workers=1)
+    return out
+
+
+def test_the_group_for_a_dataset_lists_the_tasks_it_holds_and_runs(two_tasks, tmp_path, monkeypatch):
+    """`--tasks mmnp_text` on a dataset of two tasks: lm_eval 0.4 stops at a group member with no
+    documents, so `python -m mmnp.lm_eval_tasks --data DATA` (a relative path, run from elsewhere)
+    writes a group of the tasks DATA holds, whose tasks read DATA with no --metadata."""
+    instances = list(load_dataset(two_tasks))
+    answers = mixed_answers(instances)
+    monkeypatch.chdir(two_tasks.parent)
+    folder = include_path("mmnp.lm_eval_tasks", "--data", two_tasks.name)
+    with FakeOpenAI(lambda text, png: answers[text]) as server:
+        harness = subprocess.run(
+            [sys.executable, "-m", "lm_eval", "--model", "local-chat-completions",
+             "--model_args", f"base_url={server.url}/chat/completions,model=fake,max_retries=1",
+             "--tasks", "mmnp_text", "--include_path", folder, "--apply_chat_template",
+             "--output_path", str(tmp_path / "lm")], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert harness.returncode == 0, harness.stderr[-3000:]
+    assert len(server.requests) == len(instances) == 4
+    (lm_file,) = (tmp_path / "lm").rglob("results_*.json")
+    assert sorted(json.loads(lm_file.read_text())["results"]) == ["mmnp_text", "mmnp_text_knapsack", "mmnp_text_tsp"]
+
+
+def test_a_task_the_data_lacks_names_the_tasks_it_holds_in_one_line(two_tasks):
+    with pytest.raises(UsageError, match=r"holds no vertex_cover instances at easy,medium,hard.*--tasks "
+                                         r"mmnp_text_knapsack,mmnp_text_tsp, or the group mmnp_text of") as refused:
+        load_docs(data=str(two_tasks), task="vertex_cover")
+    assert "\n" not in str(refused.value)
+    with pytest.raises(UsageError, match=r"holds no instances at difficulty hard; it holds easy"):
+        load_docs(data=str(two_tasks), task="tsp", difficulty="hard")
+
+
+def test_difficulty_in_metadata_is_a_string_or_a_json_list(two_tasks):
+    as_list = load_docs(data=str(two_tasks), task="tsp", difficulty=["easy"])["test"]
+    as_string = load_docs(data=str(two_tasks), task="tsp", difficulty="easy")["test"]
+    assert as_list["id"] == as_string["id"] == ["tsp-easy-0000", "tsp-easy-0001"]
+    for bad in ({"easy": 1}, [1], [], ""):
+        with pytest.raises(UsageError, match=r'--metadata "difficulty": .* is not a list of difficulties'):
+            load_docs(data=str(two_tasks), task="tsp", difficulty=bad)

@@ -355,3 +355,40 @@ def test_the_dmpo_example_config_composes_with_verls_and_builds_mmnps_configs():
     lam, reading = mv.reading_of(actor.policy_loss)
     assert lam == 0.5 and (reading.target, reading.grouping, reading.fragment_size) == ("advantage", "fragments", 4)
     assert OmegaConf.select(ours, "actor_rollout_ref.model.external_lib") == "mmnp.trainers.verl"
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.3, 0.99])
+def test_the_test_split_is_the_fraction_of_the_instances_stratified(small_dataset, tmp_path, fraction):
+    """test.parquet holds round(f x N) of the N instances (at least 1 and at most N - 1: verl
+    refuses an empty split), each task and each task x difficulty its proportional share rounded
+    down or up (a ceiling per cell put 20 of 40 in test at f = 0.1, and all 40 at f = 0.99); both
+    files have verl's columns and types whatever their rows."""
+    import pyarrow.parquet as pq
+
+    export_dataset(small_dataset, tmp_path / "x", "verl", test_fraction=fraction)
+    source = {i.id: i for i in load_dataset(small_dataset)}
+    ids = {s: pq.read_table(tmp_path / "x" / f"{s}.parquet").column("extra_info").to_pylist() for s in ("train", "test")}
+    test = [source[row["id"]] for row in ids["test"]]
+    total = len(source)
+    assert len(test) == min(max(math.floor(fraction * total + 0.5), 1), total - 1)
+    assert len(ids["train"]) + len(test) == total and {r["id"] for r in ids["train"]}.isdisjoint(i.id for i in test)
+    for key in (lambda i: i.task, lambda i: (i.task, i.difficulty)):
+        sizes: dict = {}
+        for inst in source.values():
+            sizes[key(inst)] = sizes.get(key(inst), 0) + 1
+        for cell, size in sizes.items():
+            quota = len(test) * size / total
+            assert math.floor(quota) <= sum(key(i) == cell for i in test) <= math.ceil(quota), cell
+    schemas = [pq.read_schema(tmp_path / "x" / f"{s}.parquet").remove_metadata() for s in ("train", "test")]
+    assert schemas[0] == schemas[1] and schemas[0].names == ["data_source", "prompt", "ability", "reward_model",
+                                                               "extra_info"]
+
+
+def test_a_verl_export_of_one_instance_is_refused(tmp_path):
+    from mmnp.dataset import GenerateSpec, generate_dataset
+
+    generate_dataset(tmp_path / "one", GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=1, seed=0,
+                                                    images=False, optimal=False), workers=1)
+    with pytest.raises(UsageError, match=r"--format verl needs at least 2 instances .* holds 1: generate more"):
+        export_dataset(tmp_path / "one", tmp_path / "x", "verl")
+    assert not (tmp_path / "x").exists()
