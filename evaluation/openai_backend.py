@@ -3,10 +3,11 @@
 `concurrency` requests in flight; 429, 5xx, timeouts and connection errors are retried
 with exponential backoff (honouring Retry-After). The first request (of a sample not failed
 before) goes alone, and while it fails after its retries the next ones go alone too, up to
-`CANARIES`: the run stops with the server's message only when every one failed (or the server
-cannot be reached at all), instead of recording a failure per sample; one prompt the server
-always fails on is a failed sample, never a blocked run. 401, 403 and 404 (bad key, no access,
-unknown model) stop the run at any time.
+`CANARIES`, each a different prompt (another task's where there is one): the run stops with the
+server's message only when every one failed (or the server cannot be reached at all), instead of
+recording a failure per sample; one prompt (or one task's prompts) the server always fails on
+gives failed samples, never a blocked run. 401, 403 and 404 (bad key, no access, unknown model)
+stop the run at any time.
 Any other failure, and any reply that is not a well-formed chat completion (wrong types,
 non-UTF-8, deep nesting, NaN counts, lone surrogates) or that ended without an answer
 (`finish_reason` "abort", "error" or one mmnp does not know; a tool call with no text), is a failed
@@ -132,12 +133,12 @@ class OpenAIBackend:
             queue: asyncio.Queue[Request] = asyncio.Queue()
             # Canaries: the first sample not failed before goes alone (retries of known failures do not stop a
             # run). If it fails after its retries (a 4xx such as a prompt over the context length, a 5xx or a
-            # timeout on that prompt), the next ones go alone too, up to CANARIES: the run stops only when every
-            # one fails, or at once when the server cannot be reached; otherwise the failed ones are failed
-            # samples (retried next run) and the rest is sent.
-            fresh = [r for r in requests if not r.retry]
+            # timeout on that prompt), the next ones go alone too, up to CANARIES, each with other messages
+            # (`_canaries`): the run stops only when every one fails, or at once when the server cannot be
+            # reached; otherwise the failed ones are failed samples (retried next run) and the rest is sent.
+            canaries = _canaries([r for r in requests if not r.retry])
             sent: list[tuple[Request, Completion]] = []
-            for canary in fresh[:CANARIES]:
+            for canary in canaries:
                 try:
                     first = await self._call(session, canary, sampling)
                 except EndpointError as e:
@@ -146,9 +147,9 @@ class OpenAIBackend:
                 sent.append((canary, first))
                 if not first.extra.get("transport"):
                     break
-                if first.extra.get("unreachable") or len(sent) == min(CANARIES, len(fresh)):
+                if first.extra.get("unreachable") or len(sent) == len(canaries):
                     which = (f"request ({sent[0][0].instance.id})" if len(sent) == 1 else
-                             f"{len(sent)} requests ({', '.join(r.instance.id for r, _ in sent)}) each")
+                             f"{len(sent)} requests ({_names([r for r, _ in sent])}) each")
                     raise EndpointError(f"{self.name} at {_strip_userinfo(self.base_url)}: the first {which} failed "
                                         f"after {first.attempts} attempt(s), so nothing else was sent: {first.error}",
                                         sent=len(sent))
@@ -303,6 +304,33 @@ class OpenAIBackend:
 
     def _redact(self, text: str) -> str:
         return self._secret.sub("[REDACTED]", text) if self._secret is not None else text
+
+
+def _canaries(fresh: list[Request]) -> list[Request]:
+    """The requests tried alone first: `fresh[0]`, then up to CANARIES in all with distinct messages, from
+    other tasks where there are, else other instances. The samples of one prompt lie side by side, so the
+    first few alone would be one prompt asked again: a prompt the server always refuses (over a small
+    model's context length, as a whole task's prompts may be) would stop every run before anything else."""
+    chosen: list[Request] = []
+    hashes: set[str] = set()
+    for apart in (lambda r: r.instance.task, lambda r: r.instance.id, None):  # None: only the messages differ
+        for r in fresh:
+            if len(chosen) == CANARIES:
+                return chosen
+            if apart is not None and any(apart(c) == apart(r) for c in chosen):
+                continue
+            digest = r.messages_sha256()
+            if digest not in hashes:
+                chosen.append(r)
+                hashes.add(digest)
+    return chosen
+
+
+def _names(requests: list[Request]) -> str:
+    """The canaries' instance ids; a sample key (id|modality|sample) where one instance gave two (its text
+    and image, or --rounds samples at different rounds), so no name is listed twice."""
+    ids = [r.instance.id for r in requests]
+    return ", ".join(i if ids.count(i) == 1 else r.key for i, r in zip(ids, requests))
 
 
 async def _read_capped(response) -> tuple[bytes, bool]:

@@ -33,7 +33,7 @@ from mmnp.evaluation.backend import (MESSAGES_TEMPLATE, Backend, Completion, Req
                                     split_model)
 from mmnp.evaluation.delivery import FAILED, NOT_APPLICABLE, PASSED, UNCHECKED, Delivery, image_probe_block
 from mmnp.evaluation.metrics import aggregate, instance_metrics
-from mmnp.evaluation.schema import PROBE, RESULTS, ImageProbe, ProbeGroup, ProbeMetrics, Results
+from mmnp.evaluation.schema import PROBE, RESULTS, ImageProbe, ProbeGroup, ProbeMetrics, Results, Usage
 from mmnp.samplelog import SAMPLES, FolderLock, SampleLog, sample_key
 from mmnp.registry import get_task, list_tasks
 from mmnp.transcribe import probe_prompt
@@ -658,6 +658,21 @@ def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: f
     from mmnp import __version__
 
     records = list(log.records.values())
+    usage: Usage = {
+        "prompt_tokens": sum(r["prompt_tokens"] or 0 for r in records),
+        "completion_tokens": sum(r["completion_tokens"] or 0 for r in records),
+        "failed_calls": sum(1 for r in records if r["failed"]),
+        "truncated_responses": sum(1 for r in records if r.get("truncated")),
+    }
+    # answers the model ended at --max-tokens or its provider filtered, and refusals: scored as given, and counted
+    # so that a too-small --max-tokens is told from a wrong model; left out when an answer's record does not say
+    # (one reused from a run before mmnp stored finish_reason / refusal), as a count of it would be a 0 not earned
+    answered = [r for r in records if not r["failed"]]
+    if all("finish_reason" in r for r in answered):
+        usage["length_stops"] = sum(1 for r in answered if r["finish_reason"] == "length")
+        usage["content_filter_stops"] = sum(1 for r in answered if r["finish_reason"] == "content_filter")
+    if all("refusal" in r for r in answered):
+        usage["refusals"] = sum(1 for r in answered if r["refusal"] is not None)
     return {
         "model": config.model,
         "config": {**config.identity(), "modalities": list(config.modalities), "samples": config.samples,
@@ -665,18 +680,7 @@ def _provenance(config: EvalConfig, dataset: dict | None, calls: int, seconds: f
         "dataset": dataset or {},
         "mmnp_version": __version__,
         "git_hash": git_hash(),
-        "usage": {
-            "prompt_tokens": sum(r["prompt_tokens"] or 0 for r in records),
-            "completion_tokens": sum(r["completion_tokens"] or 0 for r in records),
-            "failed_calls": sum(1 for r in records if r["failed"]),
-            "truncated_responses": sum(1 for r in records if r.get("truncated")),
-            # answers the model ended at --max-tokens or its provider filtered, and refusals: scored as given, and
-            # counted so that a too-small --max-tokens is told from a wrong model
-            "length_stops": sum(1 for r in records if not r["failed"] and r.get("finish_reason") == "length"),
-            "content_filter_stops": sum(1 for r in records
-                                        if not r["failed"] and r.get("finish_reason") == "content_filter"),
-            "refusals": sum(1 for r in records if not r["failed"] and r.get("refusal") is not None),
-        },
+        "usage": usage,
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "environment": environment(),
         # the only fields that differ between an interrupted-and-resumed run and a straight one

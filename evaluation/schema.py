@@ -96,8 +96,10 @@ class _UsageCounts(TypedDict):
 
 class Usage(_UsageCounts, total=False):
     """Totals over every sample in the log (this run's and earlier parts'). The answered samples whose
-    finish_reason says how they ended (absent in results.json written before mmnp counted them):
-    at --max-tokens, by the provider's content filter, or with a refusal; each scored as given."""
+    finish_reason says how they ended: at --max-tokens, by the provider's content filter, or with a
+    refusal; each scored as given. Absent when not recorded: in results.json written before mmnp
+    counted them, and when an answered sample's record does not say (one reused from a run before
+    mmnp stored finish_reason, or refusal): a count that skipped it would be a number not earned."""
 
     length_stops: int
     content_filter_stops: int

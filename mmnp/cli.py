@@ -320,16 +320,14 @@ def show(
     allow_modified: bool = typer.Option(False, "--allow-modified", help=ALLOW_MODIFIED_HELP),
 ) -> None:
     """Draw an instance, with an answer and its violations overlaid when one is given."""
-    from mmnp.dataset import find_instance
+    from mmnp.dataset import draw, find_instance
     from mmnp.files import atomic_write, check_out_file
-    from mmnp.registry import get_task
-
     from mmnp.render import check_image_size
 
     check_image_size(size, "--size")
     check_out_file(out, f"{id}.png")
     inst = find_instance(data, id, allow_modified=allow_modified)
-    png = get_task(inst.task).render(inst, size, answer=_answer_text(answer, answer_file))
+    png = draw(inst, size, _answer_text(answer, answer_file), edited=allow_modified, source=data)
     atomic_write(out, png)
     console.print(f"[green]wrote[/] {out}")
 

@@ -162,7 +162,7 @@ class Dataset:
             raise DataError(f"{path}: cannot read the image of {inst.id} ({e.strerror or e})") from None
         if hashlib.sha256(png).hexdigest() != self._pngs.get(inst.id):
             raise DataError(f"{path}: the image of {inst.id} differs from the one the dataset lists; "
-                            f"{_remedy(self.manifest)}")
+                            f"{_remedy(self.manifest, self.path)}")
         return png
 
     def find(self, id: str) -> Instance:
@@ -212,19 +212,21 @@ def open_dataset(path: str | Path, *, allow_modified: bool = False) -> Dataset:
                                              actual.__getitem__ if actual is not None else None, str(path / MANIFEST))
     if problems and not allow_modified:
         more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
-        raise DataError(f"{problems[0]}{more}. The dataset differs from its manifest: {_remedy(manifest)}")
+        raise DataError(f"{problems[0]}{more}. The dataset differs from its manifest: {_remedy(manifest, path)}")
     dataset.problems = problems
     if actual is not None:
         dataset._pngs.update((d.id, png) for d, png in actual.items())
     return dataset
 
 
-def _remedy(manifest: dict) -> str:
+def _remedy(manifest: dict, path: Path) -> str:
     """What to do about a dataset that differs from its manifest: make it again the way it was
-    made (generated or imported), or use the edit on purpose where a command takes the flag."""
-    made = "`mmnp import` command" if "import" in manifest["arguments"] else "`mmnp generate` command"
-    return (f"rerun the {made} that made it to repair it, or, with `mmnp eval`, `verify` or `show`, pass "
-            "--allow-modified to use the edited data on purpose (results are then marked modified)")
+    made (generate repairs its folder in place; import writes only a new folder), or use the edit
+    on purpose where a command takes the flag."""
+    again = (f"move {path} aside, then rerun the `mmnp import` command that made it (it writes only a new folder)"
+             if "import" in manifest["arguments"] else "rerun the `mmnp generate` command that made it to repair it")
+    return (f"{again}, or, with `mmnp eval`, `verify` or `show`, pass --allow-modified to use the edited data on "
+            "purpose (results are then marked modified)")
 
 
 def _check_edited(inst: Instance, where: str) -> None:
@@ -341,7 +343,22 @@ class Selection:
         """The instance's PNG: the dataset's (checked) file, or rendered when there is none."""
         if self.dataset is not None and inst.image:
             return self.dataset.image(inst)
-        return get_task(inst.task).render(inst, self.image_size)
+        return draw(inst, self.image_size, edited=getattr(self.dataset, "allow_modified", False),
+                    source=getattr(self.dataset, "path", None))
+
+
+def draw(inst: Instance, size: int, answer: str | None = None, *, edited: bool = False,
+         source: str | Path | None = None) -> bytes:
+    """`Task.render`, for data that may have been edited on purpose (`edited`: opened with
+    --allow-modified, whose check runs the verifier, not the drawing): an instance that cannot be
+    drawn is then one line naming it, not a traceback."""
+    try:
+        return get_task(inst.task).render(inst, size, answer=answer)
+    except Exception as e:  # noqa: BLE001 - edited data: any shape may come (a zero grid, a huge n)
+        if not edited:
+            raise
+        raise DataError(f"{source}: {inst.id}: its edited instance cannot be drawn ({type(e).__name__}); undo the "
+                        "edit, or keep the record's shape as `mmnp generate` writes it") from None
 
 
 def select_instances(tasks: str | list[str], difficulties: list[str], *, data: str | Path | None = None,
@@ -352,7 +369,7 @@ def select_instances(tasks: str | list[str], difficulties: list[str], *, data: s
     without exact references. Used by evaluation, training and the lm-eval tasks, so all read
     data the same way."""
     names = [t.name for t in resolve_tasks(tasks)]
-    difficulties = list(difficulties)
+    difficulties = list(dict.fromkeys(difficulties))  # easy,easy is easy once, as a task named twice is
     if data is not None:
         source = open_data(data, allow_modified=allow_modified)
         found = source.instances(names, difficulties) if isinstance(source, Dataset) else source.instances

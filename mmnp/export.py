@@ -14,9 +14,11 @@ are imported only here, and only when used.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import os
+import shlex
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -190,8 +192,28 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
 
 def rendered_picture(inst: Instance) -> bytes:
     """The picture an export of a `--no-images` dataset holds: drawn from the (hashed) instance at the
-    default size. Drawing is deterministic, so `load_export` draws it again to check the row's bytes."""
+    default size. Drawing is deterministic, so `Export.image` draws it again to check the row's picture."""
     return get_task(inst.task).render(inst)
+
+
+def _draws_the_same(png: bytes, inst: Instance) -> bool:
+    """Whether `png` shows what `inst` draws: the same decoded pixels (mode, size, pixel bytes, palette and
+    transparency), not the same PNG bytes, since another Pillow or zlib encodes one drawing differently."""
+    drawn = rendered_picture(inst)
+    if png == drawn:
+        return True
+    from PIL import Image
+
+    want = Image.open(io.BytesIO(drawn))
+    try:
+        got = Image.open(io.BytesIO(png))
+        if got.format != "PNG" or (got.mode, got.size) != (want.mode, want.size):  # before decoding a big one
+            return False
+        got.load()
+    except Exception:  # Pillow's errors have no common base (OSError, SyntaxError, DecompressionBombError, ...)
+        return False
+    return (got.tobytes(), got.getpalette(), got.info.get("transparency")) == (
+        want.tobytes(), want.getpalette(), want.info.get("transparency"))
 
 
 def _version() -> str:
@@ -299,12 +321,19 @@ FORMATS: dict[str, ExportFormat] = {  # `mmnp export --format`: its choices and 
 }
 
 
-def generate_command(manifest: dict) -> str:
-    """The `mmnp generate` line that rebuilds the source dataset, from its manifest's arguments."""
+def source_command(manifest: dict) -> str:
+    """The command that rebuilds the source dataset, from its manifest's arguments: its `mmnp
+    generate` line, or the `mmnp import` line with the files it read (published optima are in the
+    records; `--optima` names them again)."""
     a = manifest["arguments"]
-    parts = ["mmnp generate --out DATA", f"--tasks {','.join(a['tasks'])}", f"--difficulty {','.join(a['difficulties'])}",
-             f"--count {a['count']}", f"--seed {a['seed']}", f"--image-size {a['image_size']}",
-             f"--time-limit {a['time_limit']:g}"]
+    if "import" in a:
+        parts = [f"mmnp import {a['import']}", *map(shlex.quote, a["files"]), "--out DATA"]
+        parts += [f"--task {a['task']}"] if a.get("task") else []
+        parts += ["--complement"] if a.get("complement") else []
+    else:
+        parts = ["mmnp generate --out DATA", f"--tasks {','.join(a['tasks'])}",
+                 f"--difficulty {','.join(a['difficulties'])}", f"--count {a['count']}", f"--seed {a['seed']}"]
+    parts += [f"--image-size {a['image_size']}", f"--time-limit {a['time_limit']:g}"]
     parts += [] if a.get("images", True) else ["--no-images"]
     parts += [] if a.get("optimal", True) else ["--no-optimal"]
     parts += [f"--param {k}={v}" for k, v in sorted(a.get("params", {}).items())]
@@ -428,7 +457,7 @@ Benchmark hash: `{meta['benchmark_hash']}`, references hash: `{meta['references_
 ## How it was made
 
     {install}
-    {generate_command(manifest)}
+    {source_command(manifest)}
     mmnp export --data DATA --format hf --split-by {meta['split_by']} --out OUT
 
 with mmnp {manifest.get('mmnp_version', '?')} (export by mmnp {meta['mmnp_version']}); images: {meta['images']}.
@@ -458,9 +487,10 @@ export), which refuses an export whose rows differ from the source manifest embe
 benchmark hash covers every record but its references (instance, prompts), the references hash
 the heuristic and exact references. Each picture here was drawn from its instance at export.
 `mmnp.export.load_export` (and `mmnp eval --data` on this export) re-derives both hashes from the
-rows, refusing an export whose rows differ from the source manifest embedded here, and draws
-every picture again, refusing a row whose picture differs (an export drawn by another mmnp or
-Pillow too: export it again)."""
+rows, refusing an export whose rows differ from the source manifest embedded here. A picture is
+drawn again from its checked instance the first time it is read (`Export.image`; text prompts read
+none) and refused when its pixels differ (edited, or drawn by another mmnp or Pillow): rebuild the
+dataset with the `mmnp generate` line below and read that, or use the text modality."""
 
 
 def _card_header(meta: dict, counts: dict[str, int]) -> dict:
@@ -517,14 +547,28 @@ class Export:
     manifest: dict
     images: dict[str, bytes]
     hashes: tuple[str, str]
+    drawn: dict[str, str] = field(default_factory=dict)  # id -> its row, of each picture drawn at export
+    _verdicts: dict[str, bool] = field(default_factory=dict, init=False, repr=False)  # id -> _draws_the_same
 
     @property
     def benchmark_hash(self) -> str:
         return self.hashes[0]
 
     def image(self, inst: Instance) -> bytes:
-        """The instance's PNG (checked when read back: against the source dataset's digest, or drawn again)."""
-        return self.images[inst.id]
+        """The instance's PNG. The source dataset's was checked against its digest when read back; one drawn
+        at export (no hash covers it) is drawn again the first time it is asked for, so that a reader of
+        the text alone does not draw every picture, and refused when its pixels differ."""
+        png = self.images[inst.id]
+        if inst.id in self.drawn:
+            if inst.id not in self._verdicts:
+                self._verdicts[inst.id] = _draws_the_same(png, inst)
+            if not self._verdicts[inst.id]:
+                raise DataError(f"{self.drawn[inst.id]}: its picture is not the one its instance draws (drawn at "
+                                "export: the dataset has no pictures); the export was edited, or drawn by another "
+                                "mmnp or Pillow: export it again from the dataset, or without it (a Hub copy) rebuild "
+                                f"the dataset with `{source_command(self.manifest)}` (the card's line) and use --data DATA, or use the text "
+                                "modality, which needs no picture")
+        return png
 
     def identity(self) -> dict:
         """The dataset block of results.json: the source dataset's, as the rows re-derive it."""
@@ -539,7 +583,7 @@ def load_export(path: str | Path) -> Export:
     as Instances, checked row by row with the same check as the dataset folder it came from:
     each row rebuilds its record line, whose digests, ids and shards, and the pictures' bytes,
     must be those the embedded source manifest lists, and derive its hashes. A picture drawn at
-    export (a `--no-images` dataset: no digest lists it) must be the one its instance draws."""
+    export (a `--no-images` dataset: no digest lists it) is checked by `Export.image`, when asked for."""
     try:
         import pyarrow.parquet  # noqa: F401  (read in `_read_parquet`: checked before any download)
     except ImportError:
@@ -558,8 +602,9 @@ def load_export(path: str | Path) -> Export:
         raise DataError(f"{path}: written by another mmnp export format ({(meta or {}).get('export_version')}, this "
                         f"mmnp reads {EXPORT_VERSION}); export the dataset again")
     manifest = validate_manifest(meta.get("manifest"), f"{path}: the source manifest")
-    instances, images, hashes = _checked_rows(path, manifest, rows, meta.get("images") == "dataset")
-    return Export(path, instances, manifest, images, hashes)
+    with_pictures = meta.get("images") == "dataset"
+    instances, images, hashes, places = _checked_rows(path, manifest, rows, with_pictures)
+    return Export(path, instances, manifest, images, hashes, {} if with_pictures else places)
 
 
 def _read_parquet(path: Path, files: list[Path]) -> tuple[dict | None, list[tuple[Path, int, dict]]]:
@@ -589,18 +634,19 @@ def _read_parquet(path: Path, files: list[Path]) -> tuple[dict | None, list[tupl
 
 
 def _checked_rows(path: Path, manifest: dict, rows: list[tuple[Path, int, dict]], with_pictures: bool,
-                  ) -> tuple[list[Instance], dict[str, bytes], tuple[str, str]]:
-    """The rows as Instances in the dataset's order, their pictures by id, and the hashes they
-    derive, after `check_content` found them to be what the source `manifest` lists."""
-    instances, images, pngs, derived = [], {}, {}, []
+                  ) -> tuple[list[Instance], dict[str, bytes], tuple[str, str], dict[str, str]]:
+    """The rows as Instances in the dataset's order, their pictures by id, the hashes they derive,
+    after `check_content` found them to be what the source `manifest` lists, and each row's place
+    by id (what a refusal of its picture names)."""
+    instances, images, pngs, derived, places = [], {}, {}, [], {}
     shards: dict[tuple[str, str], list[Digest] | None] = {}
     for file, number, row in rows:
         where = f"{file} row {number} (id {row.get('id')!r})"
         inst = _row_instance(row, where, with_pictures)
         png = (row.get("image") or {}).get("bytes") or b""
-        derived.append((where, inst, tuple(row.get(k) for k in DERIVED_COLUMNS), png))
+        derived.append((where, inst, tuple(row.get(k) for k in DERIVED_COLUMNS)))
         digest = digest_line(record_line(inst), where)
-        images[inst.id] = png
+        images[inst.id], places[inst.id] = png, where
         pngs[digest] = hashlib.sha256(png).hexdigest() if with_pictures else NO_IMAGE
         shard = (inst.task, inst.difficulty)
         if inst.difficulty not in manifest["counts"].get(inst.task, {}):
@@ -615,18 +661,13 @@ def _checked_rows(path: Path, manifest: dict, rows: list[tuple[Path, int, dict]]
         more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
         raise DataError(f"{problems[0]}{more}. The export differs from the dataset it was made from (edited or "
                         "damaged; a missing split too): export it again, or download it whole")
-    for where, inst, columns, png in derived:  # what harnesses score from (lm-eval, lmms-eval) is what the record says
+    for where, inst, columns in derived:  # what harnesses score from (lm-eval, lmms-eval) is what the record says
         if columns != tuple(to_row(inst, b"")[k] for k in DERIVED_COLUMNS):
             raise DataError(f"{where}: its {', '.join(DERIVED_COLUMNS)} columns are not what its record says; the "
                             "export was edited: export it again from the generated dataset")
-        # no hash covers a picture drawn at export (the dataset has none): the instance, checked above, draws it again
-        if not with_pictures and png != rendered_picture(inst):
-            raise DataError(f"{where}: its picture is not the one its instance draws (drawn at export: the dataset "
-                            "has no pictures); the export was edited, or drawn by another mmnp or Pillow: export it "
-                            "again from the dataset")
     order = {s: n for n, s in enumerate(listed)}
     instances.sort(key=lambda i: (order[i.task, i.difficulty], int(i.id.rsplit("-", 1)[1])))
-    return instances, images, hashes
+    return instances, images, hashes, places
 
 
 def _row_instance(row: dict, where: str, with_pictures: bool) -> Instance:

@@ -631,7 +631,7 @@ def _salvage_shard(out: Path, rel: str, rows: dict[str, str], spec: GenerateSpec
                 raise DataError(f"{where}: record {digest.id} differs from the one generated")
             inst = parse_line(line, digest)
             if wrong := get_task(task).settings_mismatch(inst, spec.overrides(task), spec.optimal,
-                                                        spec.image_size if spec.images else None):
+                                                        spec.image_size if spec.images else None, spec.time_limit):
                 raise DataError(f"{where}: {digest.id} was not made with the settings {MANIFEST} names: {wrong}")
             if png != NO_IMAGE:
                 picture = out / image_name(digest.id)

@@ -525,3 +525,13 @@ def test_hard_family_params_pass_the_size_guard_and_reach_the_instances(tmp_path
                             params={"n": "60", "min_value": str(10**11), "max_value": str(10**12)})
     with pytest.raises(UsageError, match="subset_sum-easy-0000: .*use fewer or smaller numbers"):
         generate_dataset(tmp_path / "bad", too_many)
+
+
+def test_a_difficulty_named_twice_is_one_difficulty_in_an_eval_on_the_fly(tmp_path):
+    """`mmnp eval --difficulty easy,easy --count 2` scored each instance twice (4 samples for 2)."""
+    result = runner.invoke(app, ["eval", "--model", "solver:heuristic", "--tasks", "knapsack", "--difficulty",
+                                 "easy,easy", "--count", "2", "--output-path", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    (samples,) = (tmp_path / "r").rglob("samples.jsonl")
+    assert sorted(json.loads(line)["id"] for line in samples.read_text().splitlines()) == \
+        ["knapsack-easy-0000", "knapsack-easy-0001"]

@@ -3,6 +3,7 @@ decoded, a card the Hub reads, and `load_export` refusing edited rows."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -416,27 +417,70 @@ def _answer_drawn(rows):
     rows[0]["image"] = {"bytes": task.render(inst, answer=answer), "path": rows[0]["image"]["path"]}
 
 
+def _reencoded(rows):
+    """Row 0's picture saved again by Pillow at another compression level: other bytes, the same pixels
+    (what another Pillow or zlib writes for the same drawing)."""
+    from PIL import Image
+
+    before = rows[0]["image"]["bytes"]
+    again = io.BytesIO()
+    Image.open(io.BytesIO(before)).save(again, "PNG", compress_level=9)
+    assert again.getvalue() != before
+    rows[0]["image"] = {"bytes": again.getvalue(), "path": rows[0]["image"]["path"]}
+
+
 @pytest.mark.parametrize("tamper", ["answer drawn", "not a png"])
-def test_a_picture_drawn_at_export_is_drawn_again_and_a_changed_one_refused(no_images_export, tmp_path, tamper):
-    """No hash covers a picture of a --no-images dataset's export, so load_export draws each one again
-    from its checked instance: a picture swapped for one with the answer drawn on it, or for bytes
-    that are no PNG, is refused in one line naming the file, the row and the id."""
+def test_a_picture_drawn_at_export_is_drawn_again_when_asked_for_and_a_changed_one_refused(
+        no_images_export, tmp_path, tamper, monkeypatch):
+    """No hash covers a picture of a --no-images dataset's export, so Export.image draws each one again
+    from its checked instance the first time it is asked for (load_export draws none: a reader of the
+    text alone would pay for every picture): a picture swapped for one with the answer drawn on it, or
+    for bytes that are no PNG, is refused in one line naming the file, the row, the id and what to do,
+    while the text still loads and the other pictures are served."""
+    import mmnp.export
+
+    drawn = []
+    render = mmnp.export.rendered_picture
+    monkeypatch.setattr(mmnp.export, "rendered_picture", lambda inst: drawn.append(inst.id) or render(inst))
     export = load_export(no_images_export)
-    assert all(export.image(i) == get_task(i.task).render(i) for i in export.instances)
+    assert drawn == []
+    assert all(export.image(i) == render(i) for i in export.instances + export.instances)
+    assert sorted(drawn) == sorted(i.id for i in export.instances)  # each drawn once, the verdict kept
     x = copy(no_images_export, tmp_path / "x")
     edit = _answer_drawn if tamper == "answer drawn" else (
         lambda rows: rows[1].update(image={"bytes": b"not a png", "path": rows[1]["image"]["path"]}))
     rewrite(x / "data/tsp-00000-of-00001.parquet", edit)
     row = 0 if tamper == "answer drawn" else 1
-    with pytest.raises(DataError, match=rf"tsp-00000-of-00001.parquet row {row} \(id 'tsp-easy-000{row}'\): its "
-                                        "picture is not the one its instance draws") as refused:
-        load_export(x)
-    assert "\n" not in str(refused.value)
+    edited = load_export(x)
+    assert [(i.id, i.prompt) for i in edited.instances] == [(i.id, i.prompt) for i in export.instances]
+    by_id = {i.id: i for i in edited.instances}
+    for _ in range(2):  # refused again on asking again
+        with pytest.raises(DataError, match=rf"tsp-00000-of-00001.parquet row {row} \(id 'tsp-easy-000{row}'\): its "
+                                            "picture is not the one its instance draws") as refused:
+            edited.image(by_id[f"tsp-easy-000{row}"])
+    message = str(refused.value)
+    assert "\n" not in message and "export it again from the dataset" in message and "text modality" in message
+    assert "`mmnp generate --out DATA --tasks knapsack,tsp --difficulty easy --count 2 --seed 3" in message
+    assert edited.image(by_id["knapsack-easy-0000"]) == render(by_id["knapsack-easy-0000"])
+
+
+def test_a_picture_drawn_at_export_encoded_again_with_the_same_pixels_is_accepted(no_images_export, tmp_path):
+    """Pictures drawn at export are compared by their decoded pixels, not their PNG bytes: another
+    Pillow or zlib writes the same drawing in other bytes, and such an export (a Hub copy) is the same."""
+    x = copy(no_images_export, tmp_path / "x")
+    rewrite(x / "data/tsp-00000-of-00001.parquet", _reencoded)
+    stored = pq.read_table(x / "data/tsp-00000-of-00001.parquet").column("image").to_pylist()[0]["bytes"]
+    export = load_export(x)
+    inst = next(i for i in export.instances if i.id == "tsp-easy-0000")
+    assert export.image(inst) == stored != get_task(inst.task).render(inst)  # the row's bytes, as stored
 
 
 def test_the_card_says_what_the_hashes_cover_for_pictures_drawn_at_export(no_images_export, hf_export):
     drawn, kept = (no_images_export / "README.md").read_text(), (hf_export / "README.md").read_text()
-    assert "neither hash covers a picture" in drawn and "draws\nevery picture again" in drawn
+    said = " ".join(drawn.split())
+    assert "neither hash covers a picture" in said
+    assert "drawn again from its checked instance the first time it is read" in said
+    assert "refused when its pixels differ" in said and "use the text modality" in said
     assert "every picture's bytes" in kept and "every picture's bytes" not in drawn
 
 
@@ -537,3 +581,19 @@ def test_an_option_the_format_does_not_use_is_refused_in_one_line(small_dataset,
                                       "parquet", "--test-fraction", "0.2"])
     assert result.exit_code == 2 and "--test-fraction: --format parquet does not use it" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "y").exists()
+
+
+def test_an_imported_dataset_exports_with_its_import_line_on_the_card(tmp_path):
+    """The card's rebuild line read generate's arguments, which an imported dataset's manifest has not
+    (a KeyError on writing the card): it is the `mmnp import` line with the files read."""
+    from mmnp.importers import import_files
+
+    tsp = tmp_path / "square 5.tsp"
+    tsp.write_text("NAME : square5\nTYPE : TSP\nDIMENSION : 4\nEDGE_WEIGHT_TYPE : EUC_2D\nNODE_COORD_SECTION\n"
+                   "1 0 0\n2 3 0\n3 3 4\n4 0 4\nEOF\n")
+    import_files("tsplib", [tsp], tmp_path / "ds", images=False, time_limit=1.0)
+    export_dataset(tmp_path / "ds", tmp_path / "x", "hf")
+    card = (tmp_path / "x" / "README.md").read_text()
+    assert "    mmnp import tsplib 'square 5.tsp' --out DATA --image-size 768 --time-limit 1 --no-images\n" in card
+    (inst,) = load_export(tmp_path / "x").instances
+    assert inst.id == "tsp-imported-0000" and inst.reference["optimal"]["objective"] == 14

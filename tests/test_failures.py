@@ -108,6 +108,25 @@ def test_one_failing_prompt_does_not_block_the_others(fault, attempts, reason, s
     assert [r["id"] for r in records if r["failed"]] == [instances[0].id]
 
 
+@pytest.mark.parametrize("refused", ["one prompt", "one task"])
+def test_a_refused_prompt_with_several_samples_does_not_block_the_others(refused, small_dataset, instances,
+                                                                          tmp_path):
+    """--samples 3 puts a prompt's samples side by side; the canaries are distinct prompts, another task's
+    second, so a server that refuses one prompt, or every prompt of the first task (over a small model's
+    context length), answers the rest. The canaries used to be that prompt's 3 samples: every run stopped."""
+    first = instances[0]
+    prompts = {i.prompt for i in instances if i is first or (refused == "one task" and i.task == first.task)}
+    with FakeOpenAI(oracle(instances), lambda n, text: (400, 0.0) if text in prompts else None) as server:
+        for run in range(2):
+            result = _eval(server.url, small_dataset, tmp_path, "--samples", "3")
+            failed = 3 * len(prompts)
+            assert f"{failed} of 12 samples failed ({failed}x HTTP 400: injected)" in result.output, result.output
+            assert _results(tmp_path)["missing_instances"] == 0
+            assert _results(tmp_path)["timing"]["this_run_calls"] == (12 if run == 0 else failed)
+        second = server.requests[1]["messages"][-1]["content"][-1]["text"]
+    assert second not in {i.prompt for i in instances if i.task == first.task}  # the second canary: another task's
+
+
 @pytest.mark.parametrize("status, attempts", [(400, 1), (500, 2)])
 def test_a_server_that_fails_every_prompt_stops_after_a_few(status, attempts, small_dataset, instances, tmp_path):
     with FakeOpenAI(oracle(instances), lambda n, text: (status, 0.0)) as server:

@@ -108,6 +108,24 @@ def test_import_builds_a_dataset_with_published_optima(tmp_path: Path):
         import_files("tsplib", [tsp], out, images=False)
 
 
+def test_an_edited_import_is_refused_with_advice_that_works(tmp_path: Path):
+    """The refusal said to rerun the import command, which refuses an existing folder: it says to
+    move the folder aside first, and doing so repairs the dataset."""
+    import shutil
+
+    tsp = tmp_path / "square5.tsp"
+    tsp.write_text(SQUARE)
+    out = tmp_path / "ds"
+    import_files("tsplib", [tsp], out, images=False, time_limit=1.0)
+    shard = out / "tsp" / "imported.jsonl"
+    shard.write_text(shard.read_text().replace('"name":"square5"', '"name":"square6"'))
+    with pytest.raises(DataError, match=rf"move {re.escape(str(out))} aside, then rerun the `mmnp import` command"):
+        next(load_dataset(out))
+    shutil.move(out, tmp_path / "edited")
+    import_files("tsplib", [tsp], out, images=False, time_limit=1.0)
+    assert next(load_dataset(out)).params["name"] == "square5"
+
+
 def test_an_interrupted_import_leaves_no_half_dataset(tmp_path: Path, monkeypatch):
     """A kill after some files were written left PNGs and no manifest: every reader refused the
     folder and a rerun refused it as not empty. The folder now appears whole or not at all."""

@@ -342,6 +342,17 @@ def test_allow_modified_refuses_a_record_it_cannot_score_in_one_line(data, tmp_p
     assert result.exit_code != 0 and "knapsack-easy-0001" in result.output and "Traceback" not in result.output
 
 
+def test_show_allow_modified_refuses_an_instance_it_cannot_draw_in_one_line(data, tmp_path):
+    """A record whose check still runs but whose drawing fails (a zero grid: ZeroDivisionError) was a
+    traceback from `show --allow-modified`."""
+    _edit_line(data / "tsp" / "easy.jsonl", 1, lambda r: r["instance"].update(grid=0))
+    result = runner.invoke(app, ["show", "--data", str(data), "--id", "tsp-easy-0000", "--allow-modified",
+                                 "--out", str(tmp_path / "x.png")])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "tsp-easy-0000: its edited instance cannot be drawn (ZeroDivisionError)" in " ".join(result.output.split())
+    assert not (tmp_path / "x.png").exists()
+
+
 def test_allow_modified_hashes_an_unchanged_set_as_generate_does(data, pristine):
     """Only the manifest's claims were edited: --allow-modified reports the content's own hashes,
     which are generate's (its order is the records', not the manifest's)."""
@@ -440,6 +451,27 @@ def test_a_rerun_checks_the_records_against_the_arguments_the_manifest_claims(da
     generate_dataset(fresh, other)
     assert dataset_identity(data)["benchmark_hash"] == dataset_identity(fresh)["benchmark_hash"]
     assert _tree(data).keys() >= _tree(fresh).keys()
+
+
+@pytest.mark.parametrize("made, claimed", [(0.01, 1.0), (1.0, 0.01)], ids=["raised", "lowered"])
+def test_a_rerun_checks_the_exact_solvers_work_against_the_claimed_time_limit(tmp_path, made, claimed):
+    """A --time-limit edited in the manifest: references made at 0.01 deterministic seconds stop
+    unproven well short of 1.0, and ones made at 1.0 worked far beyond 0.01. The records say so,
+    and the rerun makes them again, as the claimed command would."""
+    from dataclasses import replace
+
+    spec = GenerateSpec(tasks=("tsp",), difficulties=("hard",), count=2, seed=1, optimal=True, time_limit=made,
+                        images=False)
+    generate_dataset(tmp_path / "data", spec)
+    manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
+    manifest["arguments"]["time_limit"] = claimed
+    (tmp_path / "data" / "manifest.json").write_text(json.dumps(manifest))
+    said = []
+    generate_dataset(tmp_path / "data", replace(spec, time_limit=claimed), notify=said.append)
+    assert any("was not made with the settings manifest.json names: its exact" in s and "--time-limit" in s
+               for s in said), said
+    generate_dataset(tmp_path / "fresh", replace(spec, time_limit=claimed))
+    assert dataset_identity(tmp_path / "data")["references_hash"] == dataset_identity(tmp_path / "fresh")["references_hash"]
 
 
 def test_repair_refuses_to_mix_task_versions(data, monkeypatch):

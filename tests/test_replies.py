@@ -113,6 +113,26 @@ def test_length_content_filter_and_refusal_are_scored_and_counted(small_dataset,
         "length_stops": 1, "content_filter_stops": 1, "refusals": 1}
 
 
+def test_stops_and_refusals_are_not_counted_over_records_that_do_not_say(small_dataset, instances, tmp_path):
+    """An answer reused from a run before mmnp stored finish_reason and refusal does not say how it
+    ended: results.json leaves those counts out rather than print a 0 it did not earn (this one did
+    stop at --max-tokens); the other counts, which its record does hold, stay."""
+    stopped = instances[1].prompt
+    with FakeOpenAI(oracle(instances), shape=lambda n, text: "length" if text == stopped else None) as server:
+        assert _eval(server.url, small_dataset, tmp_path).exit_code == 0
+        log = tmp_path / "openai_fake" / "samples.jsonl"
+        records = read_samples(log)
+        for record in records:
+            if record["id"] == instances[1].id:  # as an older mmnp wrote it
+                del record["finish_reason"], record["refusal"]
+        log.write_text("".join(json.dumps(r) + "\n" for r in records))
+        again = _eval(server.url, small_dataset, tmp_path)
+        assert again.exit_code == 0 and len(server.requests) == 4, again.output  # every sample reused
+    usage = _strict_json(tmp_path / "openai_fake" / "results.json")["usage"]
+    assert not {"length_stops", "content_filter_stops", "refusals"} & set(usage), usage
+    assert usage["failed_calls"] == 0 and usage["prompt_tokens"] > 0
+
+
 def test_a_50_mb_response_is_cut_at_the_cap(small_dataset, instances, tmp_path):
     with FakeOpenAI(oracle(instances), shape=lambda n, text: "huge:50000000" if n == 2 else None) as server:
         result = _eval(server.url, small_dataset, tmp_path)

@@ -83,6 +83,25 @@ def test_an_edited_row_is_refused_never_scored(rows, edit):
         compute_score("gsm8k", "2", "2")
 
 
+def test_a_row_of_another_type_or_shape_is_one_line(rows):
+    """A column already decoded into a dict is scored as its JSON; a list, or a row re-digested
+    after an edit to types mmnp never writes, was a TypeError from the cache or the ratio."""
+    from mmnp.core import reward_digest
+
+    inst, completions = rows
+    record = json.loads(record_payload(inst))
+    assert quality_reward(None, completions[:2], [record] * 2) == quality_reward(None, completions[:2],
+                                                                                 [record_payload(inst)] * 2)
+    with pytest.raises(ValueError, match=f"the {COLUMN} column must hold the JSON record mmnp wrote .* got list"):
+        quality_reward(None, completions[:1], [[1, 2]])
+    for edit in ({"reference_objective": None}, {"task": ["knapsack"]}, {"instance": "x"},
+                 {"best_objective": float("inf")}):
+        bad = {**record, **edit}
+        bad["digest"] = reward_digest(bad)
+        with pytest.raises(ValueError, match="is not shaped as mmnp writes it"):
+            quality_reward(None, completions[:1], [json.dumps(bad)])
+
+
 def test_a_reward_trl_cannot_call_by_keyword_is_refused():
     """TRL calls rewards with keywords (prompts=, completions=, mmnp_instance=): a third positional
     parameter by another name passed verl's positional check and failed at the first step."""

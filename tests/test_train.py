@@ -253,9 +253,14 @@ def test_generated_training_data_keeps_generates_size_limits():
     from mmnp.errors import UsageError
     from mmnp.trainers.data import training_instances
 
-    with pytest.raises(UsageError, match=r"--params: --param n=5000 is too large for knapsack"):
+    with pytest.raises(UsageError, match=r"^--params n=5000 is too large for knapsack"):
         training_instances("knapsack", ["easy"], 1, seed=5, params={"n": "5000"})
+    with pytest.raises(UsageError, match=r"^--count must be between 1"):
+        training_instances("knapsack", ["easy"], 0, seed=5, params={"n": "5"})
     with pytest.raises(UsageError, match="belongs to none of the tasks"):
         training_instances("knapsack", ["easy"], 1, seed=5, params={"colours": "3"})
     mixed = training_instances("knapsack,tsp", ["easy"], 1, seed=5, params={"knapsack.n": "4"})
     assert [len(i.data["weights"]) for i in mixed if i.task == "knapsack"] == [4]
+    for params in ({"n": "4"}, None):  # a difficulty named twice is one difficulty, with --params or without
+        assert [i.id for i in training_instances("knapsack", ["easy", "easy"], 2, seed=5, params=params)] == \
+            ["knapsack-easy-0000", "knapsack-easy-0001"]

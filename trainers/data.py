@@ -39,12 +39,15 @@ def training_instances(tasks: str | list[str], difficulties: list[str], count: i
     if data is not None:
         raise UsageError("--params applies to generated instances; drop it or drop --data")
     try:  # generate's checks: a key some task takes, a value within its sizes (n=5000 would not fit a prompt)
-        spec = GenerateSpec(tasks=tuple(t.name for t in resolve_tasks(tasks)), difficulties=tuple(difficulties),
-                            count=count, seed=seed, images=False, optimal=False, params=dict(params))
+        spec = GenerateSpec(tasks=tuple(t.name for t in resolve_tasks(tasks)),
+                            difficulties=tuple(dict.fromkeys(difficulties)), count=count, seed=seed, images=False,
+                            optimal=False, params=dict(params))
         return [get_task(t).generate(d, instance_seed(seed, i), id=instance_id(t, d, i), **spec.overrides(t))
                 for t, d in spec.shards() for i in range(count)]
-    except ValueError as e:
-        raise UsageError(f"--params: {e}") from None
+    except ValueError as e:  # generate's own messages name its flag (--param, --count): said as train's
+        message = str(e)
+        raise UsageError(message.replace("--param ", "--params ", 1) if message.startswith("--")
+                         else f"--params: {message}") from None
 
 
 def best_answer(inst: Instance) -> str:

@@ -30,6 +30,8 @@ this module stays light (no torch, TRL or OR-Tools): verl's reward workers impor
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -45,8 +47,19 @@ VERDICT_COLUMNS = ("mmnp/feasible", "mmnp/qr", "mmnp/solution")
 RECORD_KEYS = ("id", "task", "instance", "reference_objective", "best_objective", "digest")
 
 
+def _record(payload: Any) -> dict:
+    """The parsed row (`_parsed`); a row already parsed into a mapping (a reader that decodes JSON
+    columns) is taken as its JSON, anything else that is not a string refused in one line."""
+    if isinstance(payload, Mapping):
+        payload = json.dumps(dict(payload), separators=(",", ":"), default=str)
+    if not isinstance(payload, (str, bytes)):
+        raise ValueError(f"the {COLUMN} column must hold the JSON record mmnp wrote (a string); got "
+                         f"{type(payload).__name__}: rebuild the rows with mmnp")
+    return _parsed(payload)
+
+
 @lru_cache(maxsize=8192)
-def _record(payload: str) -> dict:
+def _parsed(payload: str | bytes) -> dict:
     """The parsed row, shared by the G completions of a prompt (its string is the key), used only
     as mmnp wrote it: its digest (`mmnp.core.reward_digest`) must match what it scores with, so
     an edited row is refused, never scored (a reference objective edited to 1 scored QR 417)."""
@@ -62,7 +75,15 @@ def _record(payload: str) -> dict:
         raise ValueError(f"the {COLUMN} record of {str(record['id'])[:80]!r} was edited after mmnp wrote it (its task, "
                          "instance or reference objectives no longer match its digest); rebuild the rows from the "
                          "dataset (mmnp export, mmnp.trainers.data), never edit them")
+    if not (isinstance(record["task"], str) and isinstance(record["instance"], dict)
+            and all(_objective(record[key]) for key in ("reference_objective", "best_objective"))):
+        raise ValueError(f"the {COLUMN} record of {str(record['id'])[:80]!r} is not shaped as mmnp writes it (task a "
+                         "name, instance an object, objectives numbers >= 0): rebuild the rows with mmnp")
     return record
+
+
+def _objective(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def record_payload(inst) -> str:
