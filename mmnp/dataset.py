@@ -242,6 +242,9 @@ def _check_edited(inst: Instance, where: str) -> None:
             continue
         if not isinstance(made, dict) or not _number(made.get("objective")):
             raise DataError(f"{where}: {inst.id}: its {source} reference has no objective (a number >= 0); {fix}")
+        if source == "heuristic" and not made["objective"] > 0:  # the Quality Ratio's reference: 0 scores 0 silently
+            raise DataError(f"{where}: {inst.id}: its heuristic reference objective is 0, which no Quality Ratio can be "
+                            f"taken against (mmnp never makes one); {fix}")
         if source == "published":
             continue
         try:

@@ -330,6 +330,7 @@ def test_an_edited_reference_is_located_and_usable_only_on_purpose(data, pristin
     (lambda r: r["reference"]["heuristic"].update(objective=-5), "its heuristic reference has no objective"),
     (lambda r: r["reference"]["optimal"].update(solution="xyz"), r"its instance or its optimal reference is malformed"),
     (lambda r: r["instance"].pop("capacity"), r"its instance or its heuristic reference is malformed \(KeyError\)"),
+    (lambda r: r["reference"]["heuristic"].update(objective=0), r"its heuristic reference objective is 0"),
 ])
 def test_allow_modified_refuses_a_record_it_cannot_score_in_one_line(data, tmp_path, edit, message):
     """Edited on purpose, a record is used as edited; one mmnp cannot score against was a traceback

@@ -94,7 +94,7 @@ def test_a_row_of_another_type_or_shape_is_one_line(rows):
                                                                                  [record_payload(inst)] * 2)
     with pytest.raises(ValueError, match=f"the {COLUMN} column must hold the JSON record mmnp wrote .* got list"):
         quality_reward(None, completions[:1], [[1, 2]])
-    for edit in ({"reference_objective": None}, {"task": ["knapsack"]}, {"instance": "x"},
+    for edit in ({"reference_objective": None}, {"reference_objective": 0}, {"task": ["knapsack"]}, {"instance": "x"},
                  {"best_objective": float("inf")}):
         bad = {**record, **edit}
         bad["digest"] = reward_digest(bad)

@@ -76,9 +76,11 @@ def _parsed(payload: str | bytes) -> dict:
                          "instance or reference objectives no longer match its digest); rebuild the rows from the "
                          "dataset (mmnp export, mmnp.trainers.data), never edit them")
     if not (isinstance(record["task"], str) and isinstance(record["instance"], dict)
-            and all(_objective(record[key]) for key in ("reference_objective", "best_objective"))):
+            and all(_objective(record[key]) for key in ("reference_objective", "best_objective"))
+            and record["reference_objective"] > 0):
         raise ValueError(f"the {COLUMN} record of {str(record['id'])[:80]!r} is not shaped as mmnp writes it (task a "
-                         "name, instance an object, objectives numbers >= 0): rebuild the rows with mmnp")
+                         "name, instance an object, objectives numbers >= 0, the reference one > 0): rebuild the rows "
+                         "with mmnp")
     return record
 
 
