@@ -294,11 +294,16 @@ def leaderboard(
     mix_datasets: bool = typer.Option(False, "--mix-datasets", help="Rank runs on different datasets together."),
     include_incomplete: bool = typer.Option(False, "--include-incomplete",
                                             help="Rank incomplete runs too (marked so)."),
+    include_unverified: bool = typer.Option(False, "--include-unverified",
+                                            help="Show runs whose results.json its samples do not earn, marked "
+                                                 "UNVERIFIED, with the numbers the samples earn."),
     stderr: bool = typer.Option(False, "--stderr", help="Show standard errors (md/csv: 52.3 ± 4.1)."),
 ) -> None:
-    """The NP-Bench leaderboard (category SR/QR, Overall) plus pass@k and diversity, one table per dataset."""
+    """The NP-Bench leaderboard (category SR/QR, Overall, macro over tasks) plus pass@k and diversity, one table
+    per dataset and protocol; every run's numbers recomputed from its samples."""
     from mmnp.evaluation.leaderboard import make_leaderboard
 
-    text = make_leaderboard(paths, format, out, modality, browser_samples, mix_datasets, include_incomplete, stderr)
+    text = make_leaderboard(paths, format, out, modality, browser_samples, mix_datasets, include_incomplete,
+                            include_unverified=include_unverified, stderr=stderr)
     if text is not None:
         out_console.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -1,5 +1,6 @@
-"""`mmnp leaderboard`: read the runs (`runs`), rank runs on the same data together (`ranking`),
-and render markdown or CSV (`tables`) or a self-contained HTML report (`html_report`).
+"""`mmnp leaderboard`: read the runs and check each against its samples and data (`runs`), rank runs
+on the same data under the same protocol together (`ranking`), and render markdown or CSV (`tables`)
+or a self-contained HTML report (`html_report`).
 
 `render_markdown`, `render_csv` and `render_html` are the library's entry points; `make_leaderboard`
 is the whole command.
@@ -20,21 +21,25 @@ FORMATS = ("md", "csv", "html")
 
 
 def render_markdown(runs: list[Run], modality: str | None = None, *, mix_datasets: bool = False,
-                    include_incomplete: bool = False, stderr: bool = False, problems: list[str] = ()) -> str:
+                    include_incomplete: bool = False, include_unverified: bool = False, stderr: bool = False,
+                    problems: list[str] = ()) -> str:
     """The markdown report of `runs` (`problems`: lines about folders that could not be read)."""
-    return markdown_board(Board.build(runs, problems, modality, mix_datasets, include_incomplete), stderr)
+    return markdown_board(Board.build(runs, problems, modality, mix_datasets, include_incomplete, include_unverified),
+                          stderr)
 
 
 def render_csv(runs: list[Run], modality: str | None = None, *, mix_datasets: bool = False,
-               include_incomplete: bool = False, stderr: bool = False) -> str:
+               include_incomplete: bool = False, include_unverified: bool = False, stderr: bool = False) -> str:
     """Long format with the dataset key of every row (so mixing is never silent)."""
-    return csv_board(Board.build(runs, (), modality, mix_datasets, include_incomplete), stderr)
+    return csv_board(Board.build(runs, (), modality, mix_datasets, include_incomplete, include_unverified), stderr)
 
 
 def render_html(runs: list[Run], modality: str | None = None, browser_samples: int = 2, *, mix_datasets: bool = False,
-                include_incomplete: bool = False, stderr: bool = False, problems: list[str] = ()) -> str:
+                include_incomplete: bool = False, include_unverified: bool = False, stderr: bool = False,
+                problems: list[str] = ()) -> str:
     """The self-contained HTML report of `runs`, with `browser_samples` samples per task and model."""
-    return html_board(Board.build(runs, problems, modality, mix_datasets, include_incomplete), browser_samples, stderr)
+    return html_board(Board.build(runs, problems, modality, mix_datasets, include_incomplete, include_unverified),
+                      browser_samples, stderr)
 
 
 def _write(out: Path, text: str) -> None:
@@ -49,10 +54,11 @@ def _write(out: Path, text: str) -> None:
 
 def make_leaderboard(paths: list[Path], format: str = "md", out: Path | None = None,
                      modality: str | None = None, browser_samples: int = 2, mix_datasets: bool = False,
-                     include_incomplete: bool = False, stderr: bool = False) -> str | None:
-    """All of `mmnp leaderboard`: read the runs, group them by dataset, render, and write `out`
-    (returning None) or return the text to print. Lines about what is not shown go to stderr
-    (and into md and HTML reports)."""
+                     include_incomplete: bool = False, stderr: bool = False,
+                     include_unverified: bool = False) -> str | None:
+    """All of `mmnp leaderboard`: read the runs and check them against their samples, group them by
+    dataset and protocol, render, and write `out` (returning None) or return the text to print.
+    Lines about what is not shown go to stderr (and into md and HTML reports)."""
     from rich.markup import escape
 
     from mmnp.clikit import console
@@ -72,7 +78,7 @@ def make_leaderboard(paths: list[Path], format: str = "md", out: Path | None = N
     present = sorted({m for r in runs for m in r.modalities()})
     if modality is not None and modality not in present:
         raise UsageError(f"--modality {modality!r}: no run has it; the runs have {', '.join(present) or 'none'}")
-    board = Board.build(runs, problems, modality, mix_datasets, include_incomplete)
+    board = Board.build(runs, problems, modality, mix_datasets, include_incomplete, include_unverified)
     if format == "md":
         text = markdown_board(board, stderr)
     elif format == "csv":

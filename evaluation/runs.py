@@ -1,5 +1,13 @@
 """The runs a leaderboard reads: `mmnp eval` results folders, each checked against results.json's
-one schema (`mmnp.evaluation.schema.check_results`) before anything is taken from it.
+one schema (`mmnp.evaluation.schema.check_results`) and then against its own samples before anything
+is taken from it.
+
+results.json is a claim; samples.jsonl is the evidence. Every run's numbers are recomputed from its
+samples by the code `mmnp eval` writes them with (`runner.compute_results`), and where the data it
+names is still there (the same hashes) or can be generated again from its seed, every stored answer
+is verified again on it (`runner.check_stored`), so an edited number, an edited sample or a block
+copied from another run is caught. A run whose results.json disagrees, or that has no samples, is
+`unverified`: the leaderboard leaves it out unless asked to show it marked.
 
 A results folder that cannot be read is named, one line each, never skipped in silence. Text from
 results.json that reaches a report (names, hashes) is capped (`cap`): a 50 MB model name must not
@@ -8,12 +16,19 @@ make a 1 GB report.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
-from mmnp.errors import DataError, UsageError
-from mmnp.evaluation.schema import DELIVERY_WARNINGS, PROBE, RESULTS, check_results
+from mmnp.errors import DataError, MMNPError, UsageError
+from mmnp.evaluation.schema import DELIVERY_WARNINGS, PROBE, RESULTS, check_results, number
+
+if TYPE_CHECKING:
+    from mmnp.core import Instance
+    from mmnp.evaluation.runner import EvalConfig
 
 NAME_CAP = 200  # characters of a name (model, preset, hash) a report shows; a longer one is cut, saying so
 
@@ -35,6 +50,7 @@ class Dataset:
     references_hash: str | None = None  # the reference solutions QR is measured against
     origin: str | None = None  # "generated on the fly, seed S" for runs without a dataset folder
     subset: str | None = None  # "N of M instances (...)" for a run on part of the dataset (--tasks, --limit)
+    subset_id: str | None = None  # a short hash of the selection: two subsets of one dataset are told apart
 
     @classmethod
     def of(cls, results: dict) -> Dataset:
@@ -49,7 +65,7 @@ class Dataset:
                    modified=d.get("modified") is True, preset=text("preset"),
                    recorded="modified" in d and "content_hash" in d, references_hash=text("references_hash"),
                    origin=f"generated on the fly, seed {generated.get('seed')}" if generated else None,
-                   subset=_subset(d.get("selection")))
+                   subset=_subset(d.get("selection")), subset_id=_selection_id(d.get("selection")))
 
     @property
     def known(self) -> bool:
@@ -67,7 +83,7 @@ class Dataset:
 
     def short(self) -> str:
         references = f"/{self.references_hash[:8]}" if self.references_hash else ""
-        subset = " subset" if self.subset else ""
+        subset = f" subset {self.subset_id}" if self.subset else ""
         if self.modified:
             return "modified " + (self.content_hash or "unknown").removeprefix("modified-")[:12] + references + subset
         return self.benchmark_hash[:12] + references + subset
@@ -85,6 +101,14 @@ class Dataset:
         return f"dataset {name + ', ' if name else ''}benchmark hash {self.benchmark_hash}{references}{subset}"
 
 
+def _selection_id(selection: object) -> str | None:
+    """8 hex digits of the selection's JSON: the label that tells two subsets of one dataset apart
+    (the same count of instances of other tasks would otherwise read alike)."""
+    if not isinstance(selection, dict):
+        return None
+    return hashlib.sha256(json.dumps(selection, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
 def _subset(selection: object) -> str | None:
     """How a run on part of a dataset says so ("3 of 30 instances (tasks knapsack; at most 1 per
     task and difficulty)"), from results.json's dataset.selection; None for the whole dataset."""
@@ -99,17 +123,79 @@ def _subset(selection: object) -> str | None:
     return cap(f"{count} of {total} instances" + (f" ({where})" if where else ""))
 
 
+@dataclass(frozen=True)
+class Protocol:
+    """How a run's answers were asked for, beside the model and the data: best-of-n SR and QR over 1,
+    3 or 10 samples, one answer or several with the verifier's feedback, greedy or sampled, are
+    different measurements, so runs are ranked together only under one protocol."""
+
+    samples: int | None  # n; None when results.json records no config (an older mmnp)
+    rounds: int = 1
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    system_prompt: str | None = None
+    extra: str = ""  # --gen-kwargs, as JSON
+
+    @classmethod
+    def of(cls, results: dict) -> Protocol:
+        config = results.get("config") if isinstance(results.get("config"), dict) else {}
+        sampling = config.get("sampling") if isinstance(config.get("sampling"), dict) else {}
+        samples, rounds = config.get("samples"), config.get("rounds", 1)
+        value = lambda key: sampling[key] if number(sampling.get(key)) else None  # noqa: E731
+        prompt = config.get("system_prompt")
+        extra = sampling.get("extra")
+        return cls(samples if type(samples) is int else None, rounds if type(rounds) is int else 1,
+                   value("temperature"), value("top_p"), value("max_tokens"),
+                   prompt if isinstance(prompt, str) else None,
+                   json.dumps(extra, sort_keys=True, default=str) if extra else "")
+
+    @property
+    def key(self) -> str:
+        return json.dumps([self.samples, self.rounds, self.temperature, self.top_p, self.max_tokens,
+                           self.system_prompt, self.extra])
+
+    def describe(self) -> str:
+        """The protocol in words, for the heading of its tables."""
+        if self.samples is None:
+            return "protocol not recorded (results.json has no config: an older mmnp)"
+        answers = ("one answer per sample" if self.rounds == 1 else
+                   f"up to {self.rounds} answers per sample with the verifier's feedback (--rounds {self.rounds})")
+        settings = [f"temperature {self.temperature:g}" if self.temperature is not None else None,
+                    f"top-p {self.top_p:g}" if self.top_p is not None else None,
+                    f"max tokens {self.max_tokens:g}" if self.max_tokens is not None else None]
+        if self.system_prompt is not None:
+            settings.append(f"system prompt sha256 {hashlib.sha256(self.system_prompt.encode()).hexdigest()[:8]}")
+        if self.extra:
+            settings.append(f"request fields {cap(self.extra, 80)}")
+        return (f"best of {self.samples} sample{'s' * (self.samples != 1)}, {answers}"
+                + (f" ({', '.join(s for s in settings if s)})" if any(settings) else ""))
+
+
 @dataclass
 class Run:
-    """One `mmnp eval` model folder whose results.json passed `check_results`."""
+    """One `mmnp eval` model folder whose results.json passed `check_results`, checked against its samples.
+
+    `results` is what the tables show: results.json when its samples give the same numbers; for an
+    `unverified` run, what its samples give (results.json itself when it has none)."""
 
     model: str
     folder: Path
     results: dict
     label: str = ""  # the model as shown: its name, plus its folder when two shown runs share a name
+    unverified: str | None = None  # the row's mark when its numbers are not what its samples earn
+    refusal: str | None = None  # ... and the one line saying which file, where, and what to do
+    verified: str = "no"  # "answers": verified again on its data; "samples": recomputed from stored verdicts
+    checked: str = ""  # how its numbers were checked, in words (the Runs table)
+    instances: dict[str, Instance] | None = None  # its data's instances, when found and unchanged
+    data_note: str | None = None  # why its answers could not be verified again on its data
 
     def __post_init__(self) -> None:
         self.label = self.label or self.model
+
+    @property
+    def protocol(self) -> Protocol:
+        return Protocol.of(self.results)
 
     def modalities(self) -> list[str]:
         return [m for m, metrics in self.results["metrics"].items() if m != PROBE and metrics]
@@ -166,8 +252,9 @@ class Run:
         return text_of(endpoint.get("base_url"))
 
 
-def read_run(folder: Path) -> Run | str:
-    """The run in `folder`, or one line saying why its results.json cannot be used."""
+def read_run(folder: Path, data: DataCache | None = None) -> Run | str:
+    """The run in `folder` checked against its samples (`verify`), or one line saying why its
+    results.json cannot be used. `data` shares the datasets its runs name between them."""
     file = folder / RESULTS
     redo = "run the same `mmnp eval` command with --rescore to rewrite it"
     try:
@@ -183,13 +270,283 @@ def read_run(folder: Path) -> Run | str:
     problem = check_results(results)
     if problem:
         return f"{file}: {problem}; {redo}"
-    return Run(cap(results["model"]), folder, results)
+    run = Run(cap(results["model"]), folder, results)
+    verify(run, data if data is not None else DataCache())
+    return run
+
+
+# -- a run checked against its samples, and its samples against its data ------------------------------
+
+CLAIMS = ("missing_instances", "failed_samples", "total_samples", "complete", "metrics")  # results.json's numbers
+REDO = "rerun its `mmnp eval` command with --rescore to rewrite results.json from its samples"
+
+
+@dataclass
+class _Samples:
+    """samples.jsonl as `runner.check_stored` and `runner.compute_results` read a log (its latest record
+    per key), read without the writer's repair of a torn last line: a report never changes a folder."""
+
+    path: Path
+    records: dict[str, dict]
+
+
+@dataclass
+class _Found:
+    """The instances a dataset block names, found once for every run that names it."""
+
+    instances: list[Instance] | None
+    image: Callable[[Instance], bytes] | None
+    note: str  # where they came from, or why there are none
+
+
+@dataclass
+class DataCache:
+    """The datasets the runs name, opened (or generated again from their seed) once for all runs on them."""
+
+    found: dict[str, _Found] = field(default_factory=dict)
+
+    def instances(self, block: dict) -> _Found:
+        """The instances the run named by `block` (results.json's dataset) was evaluated on, when its
+        data is still what it was (the same hashes and selection); else none, and why."""
+        key = json.dumps({k: block.get(k) for k in ("path", "generated", "modified", "selection", "benchmark_hash",
+                                                    "references_hash", "content_hash")}, sort_keys=True, default=str)
+        if key not in self.found:
+            self.found[key] = _find(block)
+        return self.found[key]
+
+
+def _find(block: dict) -> _Found:
+    from mmnp import __version__
+    from mmnp.dataset import open_data, select_instances
+
+    path, generated = block.get("path"), block.get("generated")
+    named = cap(str(path)) if path else f"generated from seed {cap(str((generated or {}).get('seed')), 40)}"
+    try:
+        if isinstance(path, str) and path:
+            if path.startswith("hf://"):
+                return _Found(None, None, f"its dataset {cap(path)} is on the Hub, which a report does not fetch")
+            if not Path(path).exists():
+                return _Found(None, None, f"its dataset {cap(path)} is not there")
+            modified = block.get("modified") is True
+            selection = block.get("selection")
+            if isinstance(selection, dict):
+                tasks, difficulties, limit = selection["tasks"], selection["difficulties"], selection["limit"]
+            else:  # the whole dataset
+                counts = open_data(path, allow_modified=modified).manifest["counts"]
+                tasks, difficulties, limit = list(counts), list(dict.fromkeys(d for c in counts.values() for d in c)), None
+            chosen = select_instances(tasks, difficulties, data=path, limit=limit, allow_modified=modified)
+            where = f"its dataset {cap(path)}"
+        elif isinstance(generated, dict):
+            chosen = select_instances(generated["tasks"], generated["difficulties"], count=generated["count"],
+                                      seed=generated["seed"])
+            where = f"its instances generated again from seed {generated['seed']} by mmnp {__version__}"
+        else:
+            return _Found(None, None, "its results.json names no dataset to verify its answers on")
+    except (OSError, MMNPError, KeyError, TypeError, ValueError) as e:
+        return _Found(None, None, f"its dataset {named} cannot be read or made again ({cap(str(e), 160)})")
+    changed = _identity_difference(block, chosen.identity)
+    if changed:
+        return _Found(None, None, f"{where} {'has changed since the run' if path else 'differ'} ({changed})")
+    return _Found(chosen.instances, chosen.image, where)
+
+
+def _identity_difference(block: dict, identity: dict) -> str | None:
+    """What differs between the data a run names and the data found under that name (None: the same)."""
+    for name in ("benchmark_hash", "references_hash", "content_hash", "modified"):
+        if name in block and block[name] != identity.get(name):
+            return f"another {name.replace('_', ' ')}"
+    if block.get("selection") != identity.get("selection"):
+        return "another selection of its instances"
+    return None
+
+
+def _config(results: dict, records: dict[str, dict]) -> EvalConfig:
+    """The run's settings that fix what its samples are and how they are counted, from results.json's
+    config (the samples themselves where an older mmnp did not record them)."""
+    from mmnp.evaluation.runner import MODALITIES, EvalConfig
+
+    config = results.get("config") if isinstance(results.get("config"), dict) else {}
+    asked = {r.get("modality") for r in records.values()}
+    modalities = config.get("modalities")
+    if not (isinstance(modalities, list) and modalities and all(m in MODALITIES for m in modalities)):
+        modalities = [m for m in MODALITIES if m in asked]
+    samples = config.get("samples")
+    if type(samples) is not int:
+        samples = 1 + max((r["sample"] for r in records.values() if type(r.get("sample")) is int), default=0)
+    rounds = config.get("rounds", 1)
+    prompt = config.get("system_prompt")
+    return EvalConfig(model=results["model"], modalities=tuple(modalities), samples=samples,
+                      system_prompt=prompt if isinstance(prompt, str) else None,
+                      rounds=rounds if type(rounds) is int and rounds >= 1 else 1,
+                      probe="transcribe" if PROBE in results["metrics"] or PROBE in asked else None)
+
+
+def _answered(records: dict[str, dict], config: EvalConfig) -> tuple[list[Instance], dict[str, str]]:
+    """The instances a run's samples answer, as far as its samples say (id, task, difficulty, picture
+    kind): what its numbers are recomputed over when its data is not at hand."""
+    from mmnp.core import Instance
+
+    asked = {**{m: config.samples for m in config.modalities}, **({PROBE: 1} if config.probe else {})}
+    found: dict[str, Instance] = {}
+    kinds: dict[str, str] = {}
+    for r in records.values():
+        if type(r.get("sample")) is not int or not 0 <= r["sample"] < asked.get(r.get("modality"), 0):
+            continue
+        if not all(isinstance(r.get(k), str) for k in ("id", "task", "difficulty")):
+            raise ValueError(f"sample {cap(str(r.get('key')), 80)} has no id, task and difficulty")
+        found.setdefault(r["id"], Instance(r["id"], r["task"], r["difficulty"], 0, {}, {}, "", "", "", {},
+                                           picture={"kind": "unspecified"}))
+        if isinstance(r.get("picture_kind"), str):
+            kinds[r["id"]] = r["picture_kind"]
+    return list(found.values()), kinds
+
+
+def _named_instances(block: dict) -> tuple[int | None, list[str] | None]:
+    """(how many instances, of which tasks) results.json's dataset block says the run covers, where it says."""
+    from mmnp.releases import PRESETS
+
+    selection, generated = block.get("selection"), block.get("generated")
+    if isinstance(selection, dict):
+        tasks = selection.get("tasks")
+        return selection.get("instances"), tasks if isinstance(tasks, list) else None
+    preset = block.get("preset")
+    spec = generated if isinstance(generated, dict) else PRESETS.get(preset) if isinstance(preset, str) else None
+    try:
+        return len(spec["tasks"]) * len(spec["difficulties"]) * spec["count"], list(spec["tasks"])
+    except (TypeError, KeyError):
+        return None, None
+
+
+def _against_block(block: dict, answered: list[Instance], config: EvalConfig, computed: dict) -> str | None:
+    """Without its data at hand, the instances a run's samples answer checked against those its dataset
+    block names (a task it does not name, more instances than it holds: the first such difference);
+    instances it names that no sample answers are counted in `computed` as missing, as eval counts them."""
+    named, tasks = _named_instances(block)
+    extra = sorted({inst.task for inst in answered} - set(tasks)) if tasks is not None else []
+    if extra:
+        return f"its samples answer task {cap(extra[0], 80)}, which its dataset block does not name"
+    if type(named) is int and len(answered) > named:
+        return f"its samples answer {len(answered)} instances, its dataset block names {named}"
+    if type(named) is int and len(answered) < named:
+        unseen = named - len(answered)
+        computed.update(complete=False, missing_instances=computed["missing_instances"] + unseen * (
+            len(config.modalities) + bool(config.probe)), total_samples=computed["total_samples"] + unseen * (
+            len(config.modalities) * config.samples + bool(config.probe)))
+    return None
+
+
+def _edited(before: dict[str, dict], after: dict[str, dict]) -> str | None:
+    """The first stored verdict that its answer does not earn (`after`: verified again)."""
+    for key, record in after.items():
+        for name, value in record.items():
+            if before[key].get(name) != value:
+                return (f"sample {cap(key, 120)} records {name} {cap(json.dumps(before[key].get(name), default=str), 80)},"
+                        f" but its answer verifies to {cap(json.dumps(value, default=str), 80)}")
+    return None
+
+
+def _difference(stored, computed, where: str) -> str | None:
+    """The first number results.json states that its samples do not give (None: every one agrees;
+    what results.json does not state, as an older mmnp's file, is not asked of it)."""
+    if isinstance(stored, dict) and isinstance(computed, dict):
+        for key, value in stored.items():
+            here = f"{where}.{key}" if where else str(key)
+            if key not in computed:
+                return f"{cap(here, 160)} is there, its samples give none"
+            found = _difference(value, computed[key], here)
+            if found:
+                return found
+        return None
+    if number(stored) and number(computed) and math.isclose(stored, computed, rel_tol=1e-9, abs_tol=1e-12):
+        return None
+    if stored == computed:
+        return None
+    shown = lambda v: f"{v:.6g}" if isinstance(v, float) else cap(json.dumps(v, default=str), 80)  # noqa: E731
+    return f"{cap(where, 160)} is {shown(stored)}, its samples give {shown(computed)}"
+
+
+def verify(run: Run, data: DataCache) -> None:
+    """Check `run` against its samples: recompute its numbers from samples.jsonl with `mmnp eval`'s own
+    code and, where its data is found unchanged, verify every stored answer on it again. A run whose
+    results.json or samples disagree, or that has no samples, is marked `unverified` with one line
+    (`refusal`) naming the file, the first difference and what to do."""
+    from mmnp.evaluation.backend import MESSAGES_TEMPLATE
+    from mmnp.evaluation.runner import check_stored, compute_results
+    from mmnp.samplelog import SAMPLES, read_samples
+
+    path = run.folder / SAMPLES
+
+    def refuse(mark: str, line: str, computed: dict | None = None) -> None:
+        run.unverified, run.refusal, run.verified = mark, line, "no"
+        run.checked = f"UNVERIFIED: {mark}"
+        if computed is not None:  # shown (when asked) with what its samples earn, never results.json's claim
+            run.results = {**run.results, **computed}
+
+    if not path.exists():
+        return refuse("no samples.jsonl", f"{path}: not there, so results.json's numbers cannot be recomputed; "
+                      "keep a results folder whole (results.json with its samples.jsonl)")
+    try:
+        records = {r["key"]: r for r in read_samples(path)}
+    except DataError as e:
+        return refuse("samples.jsonl damaged", str(e))
+    except OSError as e:
+        return refuse("samples.jsonl unreadable", f"{path}: cannot be read ({e.strerror or e}); check that it is "
+                      "a readable file")
+    results = run.results
+    block = results.get("dataset") if isinstance(results.get("dataset"), dict) else {}
+    stated = results.get("config") if isinstance(results.get("config"), dict) else {}
+    config = _config(results, records)
+    log = _Samples(path, dict(records))
+    found = data.instances(block)
+    if found.instances is not None and stated.get("messages_template") not in (None, MESSAGES_TEMPLATE):
+        found = _Found(None, None, "its samples were asked in an older mmnp's messages (another messages_template)")
+    run.instances = {inst.id: inst for inst in found.instances} if found.instances is not None else None
+    run.data_note = None if found.instances is not None else found.note
+    try:
+        if found.instances is not None:
+            stale = check_stored(log, found.instances, config, found.image, rescore=True)
+            if stale:  # its answers are to other instances: none are drawn over these
+                run.instances, run.data_note = None, f"its samples were not made on {found.note}"
+                return refuse("samples not made on its dataset", (
+                    f"{path}: {len(stale)} sample(s) answer other messages than {found.note} sends (e.g. "
+                    f"{cap(stale[0], 120)}): they were made on other data; evaluate it on the data its results.json "
+                    "names"))
+            edited = _edited(records, log.records)
+            if edited:
+                return refuse("edited samples", f"{path}: {edited} on {found.note}: the log was edited, or written "
+                              "by another mmnp's verifier; rerun its `mmnp eval` command with --rescore to verify "
+                              "every stored answer again", compute_results(log, found.instances, config))
+            instances, kinds = found.instances, None
+        else:
+            instances, kinds = _answered(records, config)
+        computed = dict(compute_results(log, instances, config, kinds))
+    except DataError as e:
+        return refuse("samples not as `mmnp eval` writes them", str(e))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+        return refuse("samples not as `mmnp eval` writes them", (
+            f"{path}: a sample is not a record as `mmnp eval` writes it ({type(e).__name__}: {cap(str(e), 80)}); "
+            "delete its lines and run the same `mmnp eval` command again (the sample is then asked again)"))
+    difference = _against_block(block, instances, config, computed) if found.instances is None else None
+    failed = sum(1 for r in records.values() if r.get("failed") is True)
+    usage = results.get("usage") if isinstance(results.get("usage"), dict) else {}
+    claims = {name: results[name] for name in CLAIMS if name in results}
+    difference = (difference or _difference(claims, computed, "")
+                  or _difference({"usage.failed_calls": usage["failed_calls"]} if "failed_calls" in usage else {},
+                                 {"usage.failed_calls": failed}, ""))
+    if difference:
+        return refuse("results.json disagrees with its samples", f"{run.folder / RESULTS}: {difference}; the file "
+                      f"was edited or belongs to other samples; {REDO}", computed)
+    run.verified = "answers" if found.instances is not None else "samples"
+    run.checked = (f"yes: every answer verified again on {found.note}" if found.instances is not None else
+                   f"numbers recomputed from samples.jsonl; answers not verified again: {found.note}")
 
 
 def gather(paths: list[Path]) -> tuple[list[Run], list[str]]:
     """(runs, one line per results folder that holds no readable results.json) under `paths`:
-    each a model folder, its results.json, or a folder of model folders."""
+    each a model folder, its results.json, or a folder of model folders. Each run is checked
+    against its samples (`verify`); runs on one dataset share its instances."""
     runs, problems, seen = [], [], set()
+    data = DataCache()
     for path in map(Path, paths):
         if path.is_file() and path.name == RESULTS:
             path = path.parent
@@ -222,7 +579,7 @@ def gather(paths: list[Path]) -> tuple[list[Run], list[str]]:
             if folder.resolve() in seen:
                 raise UsageError(f"{folder} was given twice; give each results folder once")
             seen.add(folder.resolve())
-            run = read_run(folder)
+            run = read_run(folder, data)
             if isinstance(run, str):
                 problems.append(run)
             else:

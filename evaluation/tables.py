@@ -1,20 +1,22 @@
 """The leaderboard's tables (pandas frames) and the two text reports made of them: markdown (one
 table per section, per ranking) and CSV (long format, every row carrying its run's dataset key).
 
-Scores are in %, NP-Bench's layout first (SR and QR per category, then Overall), then avg@n,
-pass@k, optimality, diversity and failures overall, by task, by difficulty, by level (with the
-level where a model breaks), by picture kind, beside the perception probe, per feedback round,
-and where each run comes from.
+Scores are in %, NP-Bench's layout first (SR and QR per category, then Overall = the mean of the
+categories, then the macro mean over tasks), then avg@n, pass@k, optimality, diversity and failures
+overall, by task, by difficulty, by level (with the level where a model breaks), by picture kind,
+beside the perception probe, per feedback round, and where each run comes from and how its numbers
+were checked. A cell a run has no figure for is blank, and pass@k columns go by k.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from typing import TYPE_CHECKING, Iterator
 
 from mmnp.core import CATEGORIES
 from mmnp.evaluation.metrics import STDERR, level_key
-from mmnp.evaluation.ranking import Board, Ranking, rows
+from mmnp.evaluation.ranking import Board, Ranking, marks, rows
 from mmnp.evaluation.runs import Run, cap, text_of
 from mmnp.evaluation.schema import PROBE
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
 BREAK_SR = 0.5  # "breaks at": the lowest level whose SR falls below this
 CELL_CAP = 300  # characters of any table cell or line of text a report shows
+K_COLUMN = re.compile(r"(pass@|distinct@)(\d+)(\(opt\))?")  # pass@k, pass@k(opt), distinct@n
 
 
 def _pct(x: float | None) -> str:
@@ -45,9 +48,34 @@ def _cells(group: dict | None, key: str, title: str, se: str | None) -> dict[str
 
 
 def _frame(records: list[dict]) -> pd.DataFrame:
+    """A table of `records` with its columns in `_ordered` order and blank cells where a record has no
+    value (a run with fewer samples has no pass@10: blank, never "nan")."""
     import pandas as pd
 
-    return pd.DataFrame(records)
+    return _tidy(pd.DataFrame(records, dtype=object))
+
+
+def _tidy(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame[_ordered(list(frame.columns))]
+    return frame.astype(object).where(frame.notna(), "")
+
+
+def _ordered(columns: list[str]) -> list[str]:
+    """`columns` in order of first appearance, but each family of k-columns (pass@k, pass@k(opt),
+    distinct@n) sorted by k, numerically (pass@2 before pass@10), where its first member stood."""
+    families: dict[tuple[str, str], list[str]] = {}
+    for column in columns:
+        match = K_COLUMN.fullmatch(str(column))
+        if match:
+            families.setdefault((match[1], match[3] or ""), []).append(column)
+    ordered: list[str] = []
+    for column in columns:
+        match = K_COLUMN.fullmatch(str(column))
+        if not match:
+            ordered.append(column)
+        elif column == families[match[1], match[3] or ""][0]:
+            ordered.extend(sorted(families[match[1], match[3] or ""], key=lambda c: int(K_COLUMN.fullmatch(c)[2])))
+    return ordered
 
 
 def _row_start(run: Run, name: str, m: str | None, mixed: bool) -> dict:
@@ -61,8 +89,8 @@ def _row_start(run: Run, name: str, m: str | None, mixed: bool) -> dict:
 
 
 def leaderboard_frame(ranking: Ranking, modality: str | None, se: str | None = None) -> pd.DataFrame:
-    """NP-Bench's layout: per category SR and QR, then Overall, one row per (model, modality),
-    best Overall QR first."""
+    """NP-Bench's layout: per category SR and QR, then Overall (the mean of the categories) and the
+    macro mean over tasks (METRICS.md), one row per (model, modality), best Overall QR first."""
     ranked = []
     for run, m, metrics, name in rows(ranking, modality):
         row = _row_start(run, name, m, ranking.dataset is None)
@@ -72,17 +100,21 @@ def leaderboard_frame(ranking: Ranking, modality: str | None, se: str | None = N
             row.update(_cells(c, "qr", f"{cat} QR", se))
         row.update(_cells(metrics["overall"], "sr", "Overall SR", se))
         row.update(_cells(metrics["overall"], "qr", "Overall QR", se))
+        row.update(_cells(metrics.get("macro_over_tasks"), "sr", "Macro SR", se))  # blank where an older mmnp kept none
+        row.update(_cells(metrics.get("macro_over_tasks"), "qr", "Macro QR", se))
         ranked.append((-metrics["overall"]["qr"], len(ranked), row))
     return _frame([row for *_, row in sorted(ranked, key=lambda t: t[:2])])
 
 
 def detail_frame(ranking: Ranking, modality: str | None, scope: str, se: str | None = None) -> pd.DataFrame:
-    """One row per (model, modality, task | difficulty | overall) with every scalar metric,
-    pass@k and distinct@n."""
+    """One row per (model, modality, task | difficulty | overall | macro over tasks) with every scalar
+    metric, pass@k and distinct@n."""
     records = []
     for run, m, metrics, name in rows(ranking, modality):
-        groups = {"overall": {"overall": metrics["overall"]}, "task": metrics["tasks"],
-                  "difficulty": metrics["difficulties"], "task_difficulty": metrics["task_difficulty"]}[scope]
+        macro = metrics.get("macro_over_tasks")
+        groups = {"overall": {"overall": metrics["overall"]}, "macro": {"macro over tasks": macro} if macro else {},
+                  "task": metrics["tasks"], "difficulty": metrics["difficulties"],
+                  "task_difficulty": metrics["task_difficulty"]}[scope]
         for key, g in groups.items():
             records.append(_detail_row({**_row_start(run, name, m, ranking.dataset is None), scope: key}, g, se))
     return _frame(records)
@@ -198,8 +230,8 @@ def probe_frame(ranking: Ranking, se: str | None = None) -> pd.DataFrame:
             pick = (lambda block: block.get("overall")) if task == "overall" else (
                 lambda block: (block.get("tasks") or {}).get(task))
             t, i, p = pick(text), pick(image), pick(probe)
-            row = {**_row_start(run, run.label + (f" ({run.incomplete()})" if run.incomplete() else ""), None,
-                          ranking.dataset is None), "task": task}
+            row = {**_row_start(run, run.label + "".join(f" ({mark})" for mark in marks(run)), None,
+                                ranking.dataset is None), "task": task}
             row.update(_cells(t, "sr", "text SR", se))
             row.update(_cells(t, "qr", "text QR", se))
             row.update(_cells(i, "sr", "image SR", se))
@@ -214,16 +246,19 @@ def probe_frame(ranking: Ranking, se: str | None = None) -> pd.DataFrame:
 
 def runs_frame(ranking: Ranking) -> pd.DataFrame:
     """Where each shown number comes from: one row per run with its folder, endpoint, time, version,
-    samples, completeness and image-delivery check (blank where results.json predates them)."""
+    samples n and feedback rounds, completeness, how its numbers were checked against its samples and
+    data, and its image-delivery check (blank where results.json predates them)."""
     records = []
     for run in ranking.runs:
         r = run.results
-        config = r.get("config") if isinstance(r.get("config"), dict) else {}
         probe = r.get("image_probe") if isinstance(r.get("image_probe"), dict) else {}
+        protocol = run.protocol
         records.append({**_row_start(run, run.label, None, ranking.dataset is None), "folder": str(run.folder),
                         "endpoint": run.endpoint(), "timestamp": text_of(r.get("timestamp")),
-                        "mmnp": text_of(r.get("mmnp_version")), "samples": text_of(config.get("samples")),
-                        "complete": run.incomplete() or "yes", "image delivery": run.delivery() if probe else ""})
+                        "mmnp": text_of(r.get("mmnp_version")), "n": text_of(protocol.samples),
+                        "rounds": protocol.rounds if protocol.samples is not None else "",
+                        "complete": run.incomplete() or "yes", "verified": run.checked,
+                        "image delivery": run.delivery() if probe else ""})
     return _frame(records)
 
 
@@ -248,12 +283,13 @@ def report_sections(board: Board, ranking: Ranking, se: str | None) -> list[tupl
     """(title, table, id stem) of one ranking's tables, in report order."""
     m = board.modality
     unit = "in %" + (", ± standard error over instances" if se else "")
-    sections = [(f"Leaderboard (NP-Bench layout: SR and QR {unit}, best of n samples)", leaderboard_frame(ranking, m, se),
-                 "leaderboard"),
+    sections = [(f"Leaderboard (NP-Bench layout: SR and QR {unit}, best of n samples; Overall = mean of the "
+                 "categories, Macro = mean of the tasks)", leaderboard_frame(ranking, m, se), "leaderboard"),
                 ("Overall: avg@n, pass@k, optimality, diversity and failures", detail_frame(ranking, m, "overall", se),
                  "overall"),
                 ("By task", detail_frame(ranking, m, "task", se), "by-task"),
-                ("By difficulty", detail_frame(ranking, m, "difficulty", se), "by-difficulty")]
+                ("By difficulty: the mean over the tasks at each difficulty (each task weighs the same, not each "
+                 "instance)", detail_frame(ranking, m, "difficulty", se), "by-difficulty")]
     if levels_by_task(ranking, m):
         sections.append((f"By level: SR and QR per task and level; breaks at = the lowest level with SR below "
                          f"{100 * BREAK_SR:.0f} %", level_frame(ranking, m, se), "by-level"))
@@ -305,32 +341,38 @@ def markdown_board(board: Board, stderr: bool) -> str:
 
 def csv_board(board: Board, stderr: bool) -> str:
     """Long format: one row per (model, modality, scope, name) with every metric, each row
-    carrying its run's dataset key, whether that data was modified and whether the run is complete."""
+    carrying its run's dataset key, whether that data was modified, whether the run is complete, its
+    protocol (samples n, feedback rounds) and how its numbers were checked (`verified`: answers
+    verified again on its data, numbers recomputed from its samples' verdicts, or no)."""
     import pandas as pd
 
     frames = []
     for ranking in board.rankings:
         for run in ranking.runs:
-            alone = Ranking([run], run.dataset)
+            alone = Ranking([run], run.dataset, run.protocol)
             ours = [detail_frame(alone, board.modality, scope, "column" if stderr else None)
                     .rename(columns={scope: "name"}).assign(scope=scope)
-                    for scope in ("overall", "task", "difficulty", "task_difficulty")]
+                    for scope in ("overall", "macro", "task", "difficulty", "task_difficulty")]
             image = run.results["metrics"].get("image") or {}
             if board.modality in (None, "image") and image.get("picture_kinds"):
-                ours.append(pd.DataFrame([_detail_row({"model": run.label, "modality": "image", "name": kind + (
+                ours.append(_frame([_detail_row({"model": run.label, "modality": "image", "name": kind + (
                     "" if scope == "overall" else f"/{scope}"), "scope": "picture_kind"}, g, "column" if stderr else None)
                     for scope, _, split in _kind_scopes(image) for kind, g in split.items() if g is not None]))
             probe = run.probe() if board.modality is None else None
             if probe:
-                ours.append(pd.DataFrame([{"model": run.label, "modality": PROBE, "name": name, "scope": "probe",
+                ours.append(_frame([{"model": run.label, "modality": PROBE, "name": name, "scope": "probe",
                                            "recognition": _pct(p["recognition_accuracy"]),
                                            "field F1": _pct(p["field_f1"]), "instances": p.get("instances", "")}
                                           for name, p in [("overall", probe["overall"]),
                                                           *(probe.get("tasks") or {}).items()]]))
+            protocol = run.protocol
             for f in ours:
                 f.insert(0, "dataset", run.dataset.key)
                 f.insert(1, "dataset_modified", run.dataset.modified)
                 f.insert(2, "complete", run.incomplete() is None)
+                f.insert(3, "n", "" if protocol.samples is None else protocol.samples)
+                f.insert(4, "rounds", "" if protocol.samples is None else protocol.rounds)
+                f.insert(5, "verified", run.verified)
             frames.extend(ours)
     frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True).to_csv(index=False) if frames else ""
+    return _tidy(pd.concat(frames, ignore_index=True)).to_csv(index=False) if frames else ""

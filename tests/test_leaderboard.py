@@ -1,5 +1,6 @@
-"""The leaderboard over real `mmnp eval` outputs, with results.json edited to simulate runs on
-other, modified or unknown data, incomplete runs, older results, levels and the perception probe."""
+"""The leaderboard over real `mmnp eval` outputs: each run checked against its samples and data, with
+results.json or samples.jsonl edited to be caught, and, to render shapes no small run makes (levels,
+the perception probe), runs edited after they were read."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 from mmnp.cli import app
 from mmnp.errors import DataError, RunError, UsageError
 from mmnp.evaluation.leaderboard import make_leaderboard, render_csv, render_html, render_markdown
-from mmnp.evaluation.runs import collect
+from mmnp.evaluation.runs import Run, collect
 
 HOSTILE_MODEL = '<img src=x onerror="document.title=\'pwned\'">$\\frac$'
 HOSTILE_RESPONSE = '<script>document.title="pwned"</script>Answer: [0, 1]'
@@ -27,11 +28,18 @@ OTHER_HASH = "f" * 64
 runner = CliRunner()
 
 
-def _eval(model: str, data: Path, out: Path) -> None:
+def _eval(model: str, data: Path, out: Path, *extra: str) -> None:
     result = runner.invoke(app, ["eval", "--model", model, "--data", str(data), "--difficulty", "easy,medium",
                                  "--modality", "both", "--samples", "3", "--temperature", "0.7",
-                                 "--output-path", str(out)])
+                                 "--output-path", str(out), *extra])
     assert result.exit_code == 0, result.output
+
+
+def _edit_samples(folder: Path, edit: Callable[[dict], None]) -> None:
+    lines = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    for r in lines:
+        edit(r)
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
 
 
 @pytest.fixture(scope="module")
@@ -39,27 +47,39 @@ def results_dir(small_dataset, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("results")
     for model in ("solver:heuristic", "solver:random"):
         _eval(model, small_dataset, out)
-    # a third "model" whose name and responses try to inject HTML, script and matplotlib math
-    hostile = out / "hostile"
-    shutil.copytree(out / "solver_random", hostile)
-    results = json.loads((hostile / "results.json").read_text())
+    # a third "model" whose name and responses try to inject HTML, script and matplotlib math: its
+    # answers scored by `mmnp eval --rescore`, so that its numbers are what its samples earn
+    rescored = tmp_path_factory.mktemp("rescored")
+    shutil.copytree(out / "solver_random", rescored / "solver_random")
+    _edit_samples(rescored / "solver_random", lambda r: r.update(response=HOSTILE_RESPONSE))
+    _eval("solver:random", small_dataset, rescored, "--rescore")
+    shutil.copytree(rescored / "solver_random", out / "hostile")
+    results = json.loads((out / "hostile" / "results.json").read_text())
     results["model"] = HOSTILE_MODEL
-    (hostile / "results.json").write_text(json.dumps(results))
-    lines = [json.loads(line) for line in (hostile / "samples.jsonl").read_text().splitlines()]
-    for r in lines:
-        r["response"] = HOSTILE_RESPONSE
-    (hostile / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (out / "hostile" / "results.json").write_text(json.dumps(results))
     return out
 
 
 def _variant(src: Path, root: Path, name: str, edit: Callable[[dict], None]) -> Path:
-    """A copy of a model folder under root/name with its results.json edited."""
+    """A copy of a model folder under root/name with its results.json edited (where its samples
+    cannot tell: the data's name, the run's settings and checks)."""
     dst = root / name
     shutil.copytree(src, dst)
     results = json.loads((dst / "results.json").read_text())
     edit(results)
     (dst / "results.json").write_text(json.dumps(results))
     return dst
+
+
+def _as_read(src: Path, edit: Callable[[dict], None]) -> list[Run]:
+    """The run in `src`, read and checked, then its numbers edited: a shape to render that no small run
+    makes (levels, the probe), past the check that would refuse such a results.json on disk."""
+    runs = collect([src])
+    for run in runs:
+        run.results = json.loads(json.dumps(run.results))
+        edit(run.results)
+        run.model = run.label = run.results["model"]
+    return runs
 
 
 def _results(folder: Path) -> dict:
@@ -88,9 +108,15 @@ def test_markdown_has_the_np_bench_layout(results_dir):
     header = next(line for line in text.splitlines() if line.startswith("| model | modality | planning SR"))
     for cat in ("planning", "graph", "selection", "partition", "schedule"):
         assert f"{cat} SR" in header and f"{cat} QR" in header
-    assert "Overall SR | Overall QR" in header
+    assert "Overall SR | Overall QR | Macro SR | Macro QR" in header  # METRICS.md: Overall and the macro over tasks
     heuristic = next(line for line in text.splitlines() if line.startswith("| solver:heuristic | text |"))
-    assert heuristic.count("100.0") == 12  # SR and QR of 5 categories and overall
+    assert heuristic.count("100.0") == 14  # SR and QR of 5 categories, Overall and the macro over tasks
+    random = _results(results_dir / "solver_random")["metrics"]["image"]
+    assert random["macro_over_tasks"]["qr"] != random["overall"]["qr"]  # the two means differ here
+    row = next(r for r in _table(text, "Leaderboard") if r["model"] == "solver:random" and r["modality"] == "image")
+    assert (row["Overall QR"], row["Macro SR"], row["Macro QR"]) == (
+        _pct(random["overall"]["qr"]), _pct(random["macro_over_tasks"]["sr"]), _pct(random["macro_over_tasks"]["qr"]))
+    assert "### By difficulty: the mean over the tasks at each difficulty" in text
     assert "pass@3" in text and "distinct@3" in text and "pass@3(opt)" in text
     manifest_hash = json.loads((Path(_results(results_dir / "solver_heuristic")["dataset"]["path"])
                                 / "manifest.json").read_text())["benchmark_hash"]
@@ -143,7 +169,7 @@ def test_runs_with_other_references_are_ranked_apart(results_dir, tmp_path):
     sections = _sections(make_leaderboard([ours, theirs]))
     assert len(sections) == 2
     for digest, model in (("a" * 64, "solver:heuristic"), ("b" * 64, "solver:random")):
-        head = next(h for h in sections if h.endswith(f"references hash {digest}"))
+        head = next(h for h in sections if f"references hash {digest} · best of 3 samples" in h)
         assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {model}
 
 
@@ -188,18 +214,30 @@ def test_a_run_on_part_of_the_dataset_is_ranked_apart(results_dir, small_dataset
     assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {"solver:heuristic"}
 
 
-def test_incomplete_runs_are_left_out_with_a_line_or_marked(results_dir, tmp_path, capsys):
-    def failed(r):
-        r.update(complete=False, failed_samples=37, timestamp="2026-11-30T12:00:00Z")
+def _failing(results_dir: Path, data: Path, root: Path, failures: int) -> Path:
+    """solver:random's run with its first `failures` samples failed calls, scored by `mmnp eval --rescore`."""
+    shutil.copytree(results_dir / "solver_random", root / "solver_random")
+    left = [failures]
 
-    def legacy_failed(r):  # an older results.json: complete true, failures only in usage
-        r.pop("failed_samples", None)
-        r["complete"] = True
-        r.setdefault("usage", {})["failed_calls"] = 5
+    def fail(r: dict) -> None:
+        if left[0] > 0:
+            left[0] -= 1
+            r.update(failed=True, error="HTTP 503", response=None)
+
+    _edit_samples(root / "solver_random", fail)
+    _eval("solver:random", data, root, "--rescore", "--max-fail-rate", "1")
+    return root / "solver_random"
+
+
+def test_incomplete_runs_are_left_out_with_a_line_or_marked(results_dir, small_dataset, tmp_path, capsys):
+    def legacy(r):  # an older results.json: neither complete nor failed_samples, failures only in usage
+        r.pop("failed_samples")
+        r.pop("complete")
 
     root = tmp_path / "runs"
-    _variant(results_dir / "solver_random", root, "broken", failed)
-    _variant(results_dir / "solver_random", root, "legacy", legacy_failed)
+    _variant(_failing(results_dir, small_dataset, tmp_path / "a", 37), root, "broken",
+             lambda r: r.update(timestamp="2026-11-30T12:00:00Z"))
+    _variant(_failing(results_dir, small_dataset, tmp_path / "b", 5), root, "legacy", legacy)
     shutil.copytree(results_dir / "solver_heuristic", root / "solver_heuristic")
 
     md = make_leaderboard([root])
@@ -221,6 +259,16 @@ def test_incomplete_runs_are_left_out_with_a_line_or_marked(results_dir, tmp_pat
     assert runs[str(root / "broken")]["complete"] == "incomplete: 37 failed samples"
     assert runs[str(root / "broken")]["timestamp"] == "2026-11-30T12:00:00Z"
     assert runs[str(root / "solver_heuristic")]["complete"] == "yes"
+
+
+def test_a_run_claiming_complete_over_failed_samples_is_refused(results_dir, small_dataset, tmp_path):
+    """A results.json edited to say complete over failed samples is not taken at its word."""
+    claimed = _variant(_failing(results_dir, small_dataset, tmp_path / "a", 5), tmp_path, "claimed",
+                       lambda r: r.update(complete=True, failed_samples=0))
+    md = make_leaderboard([claimed], include_incomplete=True)
+    assert "(no results)" in md
+    assert (f"left out solver:random ({claimed}): {claimed / 'results.json'}: failed_samples is 0, its samples "
+            "give 5; the file was edited or belongs to other samples; rerun its `mmnp eval` command with --rescore") in md
 
 
 def test_missing_and_unreadable_results_are_named(results_dir, tmp_path, capsys):
@@ -277,14 +325,15 @@ def test_older_results_are_read_and_marked(results_dir, tmp_path):
     md = make_leaderboard([older_heuristic, older, anonymous], stderr=True)
     sections = _sections(md)
     benchmark = _results(older)["dataset"]["benchmark_hash"]
-    known = sections[f"dataset benchmark hash {benchmark}"]
+    known = next(text for head, text in sections.items() if head.startswith(f"dataset benchmark hash {benchmark} · "))
     rows = _table(known, "Leaderboard")
     assert {r["model"] for r in rows if r["modality"] == "text"} == {"solver:heuristic", "solver:random"}
     unrecorded = "(image delivery not recorded (an older mmnp, or an edited results.json))"  # no probe, no clean mark
     assert {r["model"] for r in rows if r["modality"] == "image"} == {f"solver:heuristic {unrecorded}",
                                                                      f"solver:random {unrecorded}"}
     assert "Note: written by an older mmnp that did not record whether the data was checked" in known
-    unknown = sections["unknown dataset (its results.json records no benchmark hash)"]
+    unknown = next(text for head, text in sections.items()
+                   if head.startswith("unknown dataset (its results.json records no benchmark hash) · "))
     assert {r["model"] for r in _table(unknown, "Leaderboard") if r["modality"] == "text"} == {"solver:random"}
     task_row = next(r for r in _table(known, "By task") if r["model"] == "solver:random" and r["task"] == "tsp")
     assert task_row["QR"].endswith(" ± n/a")  # no standard error recorded: none invented
@@ -328,21 +377,20 @@ def _ladder(r: dict) -> None:
 
 
 def test_levels_per_task_with_the_level_where_a_model_breaks(results_dir, tmp_path):
-    ladder = _variant(results_dir / "solver_random", tmp_path, "ladder", _ladder)
-    md = make_leaderboard([ladder], stderr=True)
+    ladder = _as_read(results_dir / "solver_random", _ladder)
+    md = render_markdown(ladder, stderr=True)
     rows = _table(md, "By level")
     header = list(rows[0])
     assert header.index("L1 SR") < header.index("L2 SR") < header.index("L10 SR") < header.index("breaks at")
     by = {(r["task"], r["modality"]): r for r in rows}
     assert by["tsp", "text"]["breaks at"] == "L2"  # 100 % at L1, 30 % at L2
     assert by["knapsack", "image"]["breaks at"] == "beyond L10"  # never below 50 %
-    cell = _results(ladder)["metrics"]["text"]["task_difficulty"]["tsp/L10"]
+    cell = ladder[0].results["metrics"]["text"]["task_difficulty"]["tsp/L10"]
     assert by["tsp", "text"]["L10 QR"] == f"{_pct(cell['qr'])} ± {_pct(cell['qr_se'])}"
-    assert {t for t, _ in by} == set(_results(ladder)["metrics"]["text"]["tasks"])
+    assert {t for t, _ in by} == set(ladder[0].results["metrics"]["text"]["tasks"])
 
-    page = make_leaderboard([ladder], format="html", out=tmp_path / "ladder.html") or (
-        tmp_path / "ladder.html").read_text()
-    for task in _results(ladder)["metrics"]["text"]["tasks"]:
+    page = render_html(ladder)
+    for task in ladder[0].results["metrics"]["text"]["tasks"]:
         assert f"<figcaption>{task} by level</figcaption>" in page
     tsp = page.split("<figcaption>tsp by level</figcaption>", 1)[1].split("</figure>", 1)[0]
     assert tsp.index(">L1<") < tsp.index(">L2<") < tsp.index(">L10<")  # level axis in ladder order
@@ -353,9 +401,9 @@ def test_perception_probe_beside_text_and_image(results_dir, tmp_path):
         r["metrics"]["probe"] = {"overall": {"recognition_accuracy": 0.75, "field_f1": 0.9, "instances": 40},
                                  "tasks": {"tsp": {"recognition_accuracy": 0.5, "field_f1": 0.8, "instances": 4}}}
 
-    probed = _variant(results_dir / "solver_random", tmp_path, "probed", probe)
-    results = _results(probed)["metrics"]
-    md = make_leaderboard([probed, results_dir / "solver_heuristic"])
+    probed = _as_read(results_dir / "solver_random", probe)
+    results = probed[0].results["metrics"]
+    md = render_markdown(probed + collect([results_dir / "solver_heuristic"]))
     rows = {r["task"]: r for r in _table(md, "Perception and reasoning")}
     assert set(rows) == {"overall", *results["text"]["tasks"]}
     overall = rows["overall"]
@@ -365,7 +413,7 @@ def test_perception_probe_beside_text_and_image(results_dir, tmp_path):
     assert rows["tsp"]["recognition"] == "50.0" and rows["tsp"]["probe instances"] == "4"
     assert rows["knapsack"]["recognition"] == ""  # the probe has no knapsack figure: none shown
     assert {r["modality"] for r in _table(md, "Leaderboard")} == {"text", "image"}  # the probe is no modality
-    csv_rows = list(csv.DictReader(io.StringIO(make_leaderboard([probed], format="csv"))))
+    csv_rows = list(csv.DictReader(io.StringIO(render_csv(probed))))
     assert {(r["name"], r["recognition"]) for r in csv_rows if r["scope"] == "probe"} == {("overall", "75.0"),
                                                                                            ("tsp", "50.0")}
 
@@ -410,8 +458,8 @@ def test_html_escapes_names_and_responses(results_dir, tmp_path):
         cells = r["metrics"]["text"]["task_difficulty"]
         cells["tsp/<b>$\\frac$</b>"] = cells.pop("tsp/medium")
 
-    _variant(results_dir / "solver_random", tmp_path, "hostile_level", hostile_level)
-    page = render_html(collect([results_dir, tmp_path]), browser_samples=1)
+    runs = collect([results_dir]) + _as_read(results_dir / "solver_random", hostile_level)
+    page = render_html(runs, browser_samples=1)
     assert "<b>$\\frac$</b>" not in page and "&lt;b&gt;$\\frac$&lt;/b&gt;" in page  # a level name, as text
     assert HOSTILE_MODEL not in page and "<script>document.title" not in page
     assert "&lt;script&gt;document.title=&quot;pwned&quot;&lt;/script&gt;" in page
@@ -434,7 +482,8 @@ def test_sample_browser_survives_damaged_samples(results_dir, tmp_path):
     lines.insert(5, "{not json")
     (damaged / "samples.jsonl").write_text("\n".join(lines) + "\n")
     out = tmp_path / "board.html"
-    make_leaderboard([odd, damaged], format="html", out=out, browser_samples=40)
+    assert "(no results)" in make_leaderboard([odd, damaged])  # refused: edited and damaged logs
+    make_leaderboard([odd, damaged], format="html", out=out, browser_samples=40, include_unverified=True)
     page = out.read_text()
     assert "<pre>12345</pre>" in page and "&lt;b&gt;list&lt;/b&gt;" in page
     damage = page.split(f"<li>{damaged / 'samples.jsonl'}", 1)[1].split("</li>", 1)[0]  # named under "Not shown"
@@ -473,8 +522,8 @@ def test_html_report_in_headless_chromium(results_dir, tmp_path):
         _ladder(r)
         r["model"] = "ladder-model"
 
-    ladder = _variant(results_dir / "solver_heuristic", tmp_path, "ladder", ladder_model)
-    make_leaderboard([results_dir, ladder], format="html", out=report, browser_samples=1, stderr=True)
+    ladder = _as_read(results_dir / "solver_heuristic", ladder_model)
+    report.write_text(render_html(collect([results_dir]) + ladder, browser_samples=1, stderr=True))
     page = report.read_text()
     dom, errors = _load(report, tmp_path)
     assert errors == []
@@ -613,8 +662,8 @@ def test_markdown_shows_html_as_text(results_dir, tmp_path):
         cells = r["metrics"]["text"]["task_difficulty"]
         cells["tsp/<b>bold</b>\nnext"] = cells.pop("tsp/medium")
 
-    run = _variant(results_dir / "solver_random", tmp_path, "scripted", scripted)
-    md = make_leaderboard([results_dir / "hostile", run])
+    runs = collect([results_dir / "hostile"]) + _as_read(results_dir / "solver_random", scripted)
+    md = render_markdown(runs)
     assert "<script>" not in md and "<img" not in md and "<b>" not in md
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "&lt;img src=x onerror=" in md
     by_task = _table(md, "By task")
@@ -655,9 +704,9 @@ def test_a_category_a_run_lacks_is_no_bar_at_zero(results_dir, tmp_path, monkeyp
         for block in r["metrics"].values():
             block["categories"] = {"graph": block["categories"]["graph"]}
 
-    partial = _variant(results_dir / "solver_heuristic", tmp_path, "partial", graph_only)
+    partial = _as_read(results_dir / "solver_heuristic", graph_only)
     monkeypatch.setattr(Axes, "bar", bar)
-    render_html(collect([partial, results_dir / "solver_random"]), browser_samples=0)
+    render_html(partial + collect([results_dir / "solver_random"]), browser_samples=0)
     from mmnp.core import CATEGORIES
 
     graph = CATEGORIES.index("graph")
@@ -685,6 +734,7 @@ def test_the_sample_browser_shows_only_the_instances_a_run_answered(tmp_path):
     shutil.rmtree(data)
     page = render_html(collect([out]), browser_samples=2)
     assert 'alt="instance"' not in page and f"its dataset {data} is not there" in page
+    assert page.count('<span class="ok">stored verdict, not verified again: feasible') == 2  # said so, not passed off
 
 
 def test_a_run_records_its_dataset_by_absolute_path(small_dataset, tmp_path, monkeypatch):
@@ -697,3 +747,185 @@ def test_a_run_records_its_dataset_by_absolute_path(small_dataset, tmp_path, mon
     assert _results(out / "solver_heuristic")["dataset"]["path"] == str(small_dataset)
     monkeypatch.chdir(tmp_path)
     assert render_html(collect([out]), browser_samples=1).count('alt="instance"') == 1
+
+
+# -- a run's numbers are what its samples earn, on its data -------------------------------------------
+
+def _run(out: Path, *args: str) -> Path:
+    """`mmnp eval ARGS --output-path OUT`, which must succeed; its model folder."""
+    result = runner.invoke(app, ["eval", *args, "--output-path", str(out)])
+    assert result.exit_code == 0, result.output
+    return next(p for p in out.iterdir() if p.is_dir())
+
+
+def test_an_edited_results_json_is_refused_or_shown_as_its_samples_earn_it(results_dir, small_dataset, tmp_path):
+    forged = _variant(results_dir / "solver_random", tmp_path, "forged",
+                      lambda r: r["metrics"]["text"]["overall"].update(sr=1.0, qr=0.95))
+    earned = _results(results_dir / "solver_random")["metrics"]["text"]["overall"]
+    md = make_leaderboard([forged, results_dir / "solver_heuristic"])
+    assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:heuristic"}
+    assert (f"left out solver:random ({forged}): {forged / 'results.json'}: metrics.text.overall.qr is 0.95, its "
+            f"samples give {earned['qr']:.6g}; the file was edited or belongs to other samples; rerun its `mmnp eval` "
+            "command with --rescore to rewrite results.json from its samples") in md
+
+    md = make_leaderboard([forged, results_dir / "solver_heuristic"], include_unverified=True)
+    row = next(r for r in _table(md, "Leaderboard") if r["modality"] == "text" and "random" in r["model"])
+    assert row["model"] == "solver:random (UNVERIFIED: results.json disagrees with its samples)"
+    assert (row["Overall SR"], row["Overall QR"]) == (_pct(earned["sr"]), _pct(earned["qr"]))  # never 100.0 / 95.0
+    runs = {r["model"]: r for r in _table(md, "Runs")}
+    assert runs["solver:random"]["verified"] == "UNVERIFIED: results.json disagrees with its samples"
+    assert runs["solver:heuristic"]["verified"] == f"yes: every answer verified again on its dataset {small_dataset}"
+    said = runner.invoke(app, ["leaderboard", str(forged)]).output
+    assert "(--include-unverified shows it marked, with the numbers its samples earn)" in " ".join(said.split())
+    shown = runner.invoke(app, ["leaderboard", str(forged), "--include-unverified"])
+    assert shown.exit_code == 0 and "solver:random (UNVERIFIED: results.json disagrees with its samples)" in shown.output
+
+
+def test_a_run_without_its_samples_is_not_ranked(results_dir, tmp_path):
+    bare = tmp_path / "bare"
+    shutil.copytree(results_dir / "solver_random", bare)
+    (bare / "samples.jsonl").unlink()
+    md = make_leaderboard([bare, results_dir / "solver_heuristic"])
+    assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:heuristic"}
+    assert (f"left out solver:random ({bare}): {bare / 'samples.jsonl'}: not there, so results.json's numbers cannot "
+            "be recomputed") in md
+    md = make_leaderboard([bare], include_unverified=True)
+    assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:random (UNVERIFIED: no samples.jsonl)"}
+
+
+def test_an_edited_sample_is_caught_and_the_browser_shows_its_verdict_now(results_dir, small_dataset, tmp_path):
+    """One infeasible answer's record edited to feasible with ratio 5, results.json recomputed from the
+    edited log as a careful forger would: the answer, verified again on the dataset, says otherwise."""
+    from mmnp.dataset import select_instances
+    from mmnp.evaluation.runner import EvalConfig, compute_results
+    from mmnp.samplelog import SampleLog
+
+    run = tmp_path / "edited"
+    shutil.copytree(results_dir / "solver_random", run)
+    edited: list[str] = []
+
+    def promote(r: dict) -> None:
+        if not edited and r["modality"] == "text" and r["parsed"] and not r["feasible"] and not r["failed"]:
+            edited.append(r["key"])
+            r.update(feasible=True, objective=1, ratio=5.0, violations=[])
+
+    _edit_samples(run, promote)
+    instances = select_instances("all", ["easy", "medium"], data=small_dataset).instances
+    results = _results(run)
+    results.update(compute_results(SampleLog(run / "samples.jsonl"), instances,
+                                   EvalConfig("solver:random", ("text", "image"), 3)))
+    (run / "results.json").write_text(json.dumps(results))
+    (key,) = edited
+
+    md = make_leaderboard([run])
+    assert (f"left out solver:random ({run}): {run / 'samples.jsonl'}: sample {key} records feasible true, but its "
+            f"answer verifies to false on its dataset {small_dataset}: the log was edited") in md.replace("\\|", "|")
+    page = render_html(collect([run]), browser_samples=40, include_unverified=True)
+    summary = page.split(f"solver:random · {key} · ", 1)[1].split("</summary>", 1)[0]
+    assert summary.startswith('<span class="bad">infeasible') and "ratio 0.000" in summary and "5.000" not in summary
+
+
+def test_a_run_generated_on_the_fly_is_verified_on_its_instances_made_again(tmp_path):
+    folder = _run(tmp_path / "fly", "--model", "solver:random", "--tasks", "knapsack,tsp", "--difficulty", "easy",
+                  "--count", "2", "--samples", "2", "--temperature", "0.7")
+    runs = _table(make_leaderboard([folder]), "Runs")
+    assert runs[0]["verified"] == "yes: every answer verified again on its instances generated again from seed 0 by " \
+                                  f"mmnp {_results(folder)['mmnp_version']}"
+    _edit_samples(folder, lambda r: r.update(ratio=r["ratio"] + 0.5) if r["sample"] == 1 else None)
+    md = make_leaderboard([folder])
+    assert "(no results)" in md and "records ratio" in md and "on its instances generated again from seed 0" in md
+
+
+def test_a_few_instances_cannot_pass_for_the_whole_dataset(results_dir, small_dataset, tmp_path):
+    """A run on 2 instances with the dataset block of a run on all 40 copied in: with the dataset at hand its
+    samples are counted on it; without, against another run on the same dataset."""
+    few = _run(tmp_path / "few", "--model", "solver:heuristic", "--data", str(small_dataset), "--tasks", "knapsack",
+               "--difficulty", "easy,medium", "--limit", "1", "--modality", "both", "--samples", "3",
+               "--temperature", "0.7")
+    whole = _results(results_dir / "solver_heuristic")["dataset"]
+    forged = _variant(few, tmp_path, "forged", lambda r: r.update(dataset=whole))
+    md = make_leaderboard([forged, results_dir / "solver_random"])
+    assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:random"}
+    assert f"left out solver:heuristic ({forged}): {forged / 'results.json'}: missing_instances is 0, its samples " \
+           "give 76" in md
+
+    def moved(r: dict) -> None:
+        r["dataset"]["path"] = str(tmp_path / "moved")
+
+    away, full = (_variant(src, tmp_path, name, moved) for src, name in ((forged, "away"),
+                                                                        (results_dir / "solver_random", "full")))
+    md = make_leaderboard([away, full])
+    assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:random"}
+    assert f"left out solver:heuristic ({away}): {away}: its samples answer 2 instances, {full} answers 40" in md
+    assert f"answers not verified again, their data not being at hand: solver:random (its dataset {tmp_path / 'moved'} " \
+           "is not there)" in md
+    assert _table(md, "Runs")[0]["verified"].startswith("numbers recomputed from samples.jsonl; answers not verified")
+
+
+def test_without_its_data_a_run_is_counted_against_its_dataset_block(small_dataset, tmp_path):
+    """A run on 1 instance whose dataset block says its selection holds 2 (the data moved away): the one
+    its samples do not answer is missing, so results.json's complete run is not what its samples give."""
+    one = _run(tmp_path / "one", "--model", "solver:heuristic", "--data", str(small_dataset), "--tasks", "knapsack",
+               "--difficulty", "easy", "--limit", "1")
+
+    def claims_two(r: dict) -> None:
+        r["dataset"]["selection"]["instances"] = 2
+        r["dataset"]["path"] = str(tmp_path / "moved")
+
+    two = _variant(one, tmp_path, "two", claims_two)
+    md = make_leaderboard([two])
+    assert f"left out solver:heuristic ({two}): {two / 'results.json'}: missing_instances is 0, its samples give 1" in md
+    other_task = _variant(one, tmp_path, "other_task", lambda r: claims_two(r) or r["dataset"]["selection"].update(
+        tasks=["tsp"], instances=1))
+    assert ": its samples answer task knapsack, which its dataset block does not name" in make_leaderboard([other_task])
+
+
+@pytest.fixture(scope="module")
+def protocols(small_dataset, tmp_path_factory) -> dict[str, Path]:
+    """solver:random on the whole small dataset, text only, at best of 1 and of 10 samples, and at 3
+    samples with up to 2 answers each (--rounds 2)."""
+    root = tmp_path_factory.mktemp("protocols")
+    common = ["--model", "solver:random", "--data", str(small_dataset), "--difficulty", "easy,medium",
+              "--temperature", "0.7"]
+    return {"one": _run(root / "one", *common, "--samples", "1"), "ten": _run(root / "ten", *common, "--samples", "10"),
+            "fed": _run(root / "fed", *common, "--samples", "3", "--rounds", "2")}
+
+
+def test_runs_under_other_protocols_are_ranked_apart(results_dir, protocols):
+    """Best of 1, 3 or 10 samples, and one answer or several with the verifier's feedback, are other
+    measurements: never one ranking. The Runs table says n and rounds."""
+    one, ten, fed = protocols["one"], protocols["ten"], protocols["fed"]
+    md = make_leaderboard([results_dir / "solver_random", one, ten, fed])
+    heads = list(_sections(md))
+    assert len(heads) == 4 and len({h.split(" · ")[0] for h in heads}) == 1  # one dataset, four protocols
+    assert {h.split(" · ")[1] for h in heads} == {
+        "best of 3 samples, one answer per sample (temperature 0.7, top-p 1, max tokens 4096)",
+        "best of 1 sample, one answer per sample (temperature 0.7, top-p 1, max tokens 4096)",
+        "best of 10 samples, one answer per sample (temperature 0.7, top-p 1, max tokens 4096)",
+        "best of 3 samples, up to 2 answers per sample with the verifier's feedback (--rounds 2) (temperature 0.7, "
+        "top-p 1, max tokens 4096)"}
+    runs = [r for text in _sections(md).values() for r in _table(text, "Runs")]
+    assert {(r["folder"], r["n"], r["rounds"]) for r in runs} == {
+        (str(results_dir / "solver_random"), "3", "1"), (str(one), "1", "1"), (str(ten), "10", "1"), (str(fed), "3", "2")}
+    assert "nan" not in md
+    mixed = make_leaderboard([one, ten], mix_datasets=True)  # mixing datasets never mixes protocols
+    assert len(_sections(mixed)) == 2
+
+
+def test_csv_pass_at_k_goes_by_k_with_blanks_where_a_run_has_no_figure(protocols):
+    rows = list(csv.DictReader(io.StringIO(make_leaderboard([protocols["one"], protocols["ten"]], format="csv"))))
+    columns = list(rows[0])
+    passes = [c for c in columns if re.fullmatch(r"pass@\d+", c)]
+    assert passes == [f"pass@{k}" for k in range(1, 11)]  # by k: pass@2 before pass@10, side by side
+    assert columns.index(passes[-1]) - columns.index(passes[0]) == 9
+    assert {(r["n"], r["rounds"]) for r in rows} == {("1", "1"), ("10", "1")}
+    assert {r["pass@10"] for r in rows if r["n"] == "1"} == {""}  # a figure the run has not: blank
+    assert {r["instances"] for r in rows if r["scope"] == "overall"} == {"40"}  # counts stay counts, not 40.0
+
+
+def test_two_subsets_of_one_dataset_are_told_apart_when_mixed(small_dataset, tmp_path):
+    folders = [_run(tmp_path / task, "--model", "solver:heuristic", "--data", str(small_dataset), "--tasks", task,
+                    "--difficulty", "easy,medium", "--limit", "1") for task in ("knapsack", "tsp")]
+    md = make_leaderboard(folders, mix_datasets=True)
+    labels = {r["dataset"] for r in _table(md, "Leaderboard")}
+    assert len(labels) == 2 and all(re.fullmatch(r"[0-9a-f]{12}/[0-9a-f]{8} subset [0-9a-f]{8}", x) for x in labels)
