@@ -82,6 +82,9 @@ class Board:
             if legacy:
                 ranking.notes.append(f"written by an older mmnp that did not record whether the data was checked or "
                                      f"modified: {', '.join(legacy)}")
+            unsent = [f"{r.label} ({r.data_note})" for r in ranking.runs if r.verified == "answers" and r.data_note]
+            if unsent:
+                ranking.notes.append(f"answers verified again, some messages not checkable: {'; '.join(unsent)}")
             unchecked = [f"{r.label} ({r.data_note})" for r in ranking.runs if r.verified == "samples"]
             if unchecked:
                 ranking.notes.append("numbers recomputed from the verdicts samples.jsonl stores, but the answers not "

@@ -249,15 +249,22 @@ IMAGE_CHECKS = (None, PASSED, FAILED, UNCHECKED, NOT_APPLICABLE)  # a record's `
 
 
 def check_stored(log: SampleLog, instances: list[Instance], config: EvalConfig,
-                 image_loader: Callable[[Instance], bytes], rescore: bool = False) -> list[str]:
+                 image_loader: Callable[[Instance], bytes], rescore: bool = False, *,
+                 loose: Callable[[Instance, str], bool] | None = None, unmatched: list[str] | None = None) -> list[str]:
     """The stored samples of this run checked before any is reused or scored; the keys of those
     that answer other messages than this run's (another dataset, prompt, picture or system
     prompt; earlier rounds edited) are returned and removed from `log.records`, so that they are
     asked again and never scored. Every other stored answer is verified again (every round's,
     failed ones' earlier rounds included): a record whose verdict is not what its answers earn
     (an edited log, or another verifier's) is refused, unless `rescore`, which rewrites the
-    verdicts from the answers. A stored number is only ever what its answer earns."""
+    verdicts from the answers. A stored number is only ever what its answer earns.
+
+    A report's check passes `loose(instance, modality)`: true where the messages cannot be made again
+    byte for byte here (a picture drawn again by another Pillow or fonts; another mmnp's messages
+    template). Such a sample whose messages differ is not stale: its answer is still verified (a
+    verdict depends on the instance and the answer alone) and its key added to `unmatched`."""
     images: dict[str, bytes] = {}
+    hashes: dict[tuple, str] = {}  # the messages of one instance, modality and history are one for every sample
 
     def loader(inst: Instance) -> bytes:  # a picture is read (or drawn) once for all its samples
         if inst.id not in images:
@@ -276,12 +283,21 @@ def check_stored(log: SampleLog, instances: list[Instance], config: EvalConfig,
             _check_shape(record, inst, modality, k)
             history = _history(record) if config.rounds > 1 and modality != PROBE else ()
             request = _request(inst, modality, k, config, loader, history=history)
-            sent = request.messages_sha256()
-            if record.get("messages_sha256") != sent:
+            asked = (inst.id, modality, history)
+            if asked not in hashes:
+                hashes[asked] = request.messages_sha256()
+            sent = hashes[asked]
+            differs = record.get("messages_sha256") != sent
+            if differs and (loose is None or unmatched is None or not loose(inst, modality)):
                 stale.append(key)
                 del log.records[key]
                 continue
+            if differs:  # not checkable here: verified on the messages it records
+                unmatched.append(key)
+                sent = record.get("messages_sha256")
             fresh = _verified(record, request, sent, config.rounds)
+            if differs and "per_round" in fresh:  # nor are its earlier rounds' messages
+                fresh["per_round"] = _stored_round_hashes(fresh["per_round"], record.get("per_round"))
             if rescore:
                 log.records[key] = {**record, **fresh}
                 continue
@@ -296,6 +312,15 @@ def check_stored(log: SampleLog, instances: list[Instance], config: EvalConfig,
             raise DataError(f"{log.path}: sample {key} is not a record as `mmnp eval` writes it ({type(e).__name__}: "
                             f"{str(e)[:80]}); delete its lines and run again (the sample is then asked again)") from None
     return stale
+
+
+def _stored_round_hashes(fresh: list[dict], stored: object) -> list[dict]:
+    """`fresh` rounds with the messages hashes `stored` records: a sample whose messages cannot be made
+    again here has its rounds' verdicts verified, its rounds' messages taken as recorded."""
+    stored = stored if isinstance(stored, list) else []
+    recorded = [r if isinstance(r, dict) else {} for r in stored]
+    return [{**r, "messages_sha256": recorded[i].get("messages_sha256")} if i < len(recorded) else r
+            for i, r in enumerate(fresh)]
 
 
 def _check_shape(record: dict, inst: Instance, modality: str, sample: int) -> None:
@@ -327,10 +352,10 @@ def _verified(record: dict, request: Request, sent: str, rounds: int) -> dict:
     `sent` is the hash of the request's messages."""
     if request.modality == PROBE:
         fresh = score_probe(request, _stored_completion(record))
-        return {name: _jsonable(fresh[name]) for name in PROBE_FIELDS}
+        return {name: _as_stored(fresh[name]) for name in PROBE_FIELDS}
     inst, modality, sample = request.instance, request.modality, request.sample
     fresh = score(inst, modality, sample, _stored_completion(record), sent)
-    verified = {name: _jsonable(fresh[name]) for name in VERDICT_FIELDS}
+    verified = {name: _as_stored(fresh[name]) for name in VERDICT_FIELDS}
     if rounds > 1:
         answers = [answer for answer, _ in request.history] + ([] if record["failed"] else [record["response"]])
         per_round = []
@@ -341,6 +366,12 @@ def _verified(record: dict, request: Request, sent: str, rounds: int) -> dict:
             per_round.append({name: at_r[name] for name in ROUND_FIELDS})
         verified["per_round"] = _jsonable(per_round)
     return verified
+
+
+def _as_stored(x: object) -> object:
+    """`x` as samples.jsonl gives it back: a plain value as it is, anything else through JSON (the JSON
+    round trip of every field of every sample was a fifth of a leaderboard's time)."""
+    return x if x is None or type(x) in (bool, int, str, float) else _jsonable(x)
 
 
 def _stored_completion(record: dict) -> Completion:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -252,9 +252,8 @@ class Run:
         return text_of(endpoint.get("base_url"))
 
 
-def read_run(folder: Path, data: DataCache | None = None) -> Run | str:
-    """The run in `folder` checked against its samples (`verify`), or one line saying why its
-    results.json cannot be used. `data` shares the datasets its runs name between them."""
+def _read_results(folder: Path) -> dict | str:
+    """results.json of `folder`, passed by `check_results`, or one line saying why it cannot be used."""
     file = folder / RESULTS
     redo = "run the same `mmnp eval` command with --rescore to rewrite it"
     try:
@@ -270,9 +269,7 @@ def read_run(folder: Path, data: DataCache | None = None) -> Run | str:
     problem = check_results(results)
     if problem:
         return f"{file}: {problem}; {redo}"
-    run = Run(cap(results["model"]), folder, results)
-    verify(run, data if data is not None else DataCache())
-    return run
+    return results
 
 
 # -- a run checked against its samples, and its samples against its data ------------------------------
@@ -297,6 +294,8 @@ class _Found:
     instances: list[Instance] | None
     image: Callable[[Instance], bytes] | None
     note: str  # where they came from, or why there are none
+    drawn: Callable[[Instance], bool] | None = None  # whose picture is drawn here, not read from a hashed file
+    identity: dict | None = None  # the dataset block of the data found
 
 
 @dataclass
@@ -312,7 +311,20 @@ class DataCache:
                                                     "references_hash", "content_hash")}, sort_keys=True, default=str)
         if key not in self.found:
             self.found[key] = _find(block)
-        return self.found[key]
+        found = self.found[key]
+        if found.instances is None:  # moved, on the Hub: the same data opened for another run is the same data
+            twin = next((f for f in self.found.values() if f.instances is not None and _same_data(block, f.identity)),
+                        None)
+            if twin is not None:
+                return replace(twin, note=f"{twin.note} (found by its hashes; {found.note})")
+        return found
+
+
+def _same_data(block: dict, identity: dict | None) -> bool:
+    """Whether `block` names, by every hash and the selection, the data `identity` describes."""
+    return (identity is not None and isinstance(block.get("benchmark_hash"), str)
+            and all(block.get(name) == identity.get(name) for name in (
+                "benchmark_hash", "references_hash", "content_hash", "modified", "selection")))
 
 
 def _find(block: dict) -> _Found:
@@ -347,7 +359,8 @@ def _find(block: dict) -> _Found:
     changed = _identity_difference(block, chosen.identity)
     if changed:
         return _Found(None, None, f"{where} {'has changed since the run' if path else 'differ'} ({changed})")
-    return _Found(chosen.instances, chosen.image, where)
+    source = chosen.dataset  # `Selection.image` reads the dataset's picture where it has one, else draws it
+    return _Found(chosen.instances, chosen.image, where, lambda inst: source is None or not inst.image, chosen.identity)
 
 
 def _identity_difference(block: dict, identity: dict) -> str | None:
@@ -362,13 +375,15 @@ def _identity_difference(block: dict, identity: dict) -> str | None:
 
 def _config(results: dict, records: dict[str, dict]) -> EvalConfig:
     """The run's settings that fix what its samples are and how they are counted, from results.json's
-    config (the samples themselves where an older mmnp did not record them)."""
+    config (the samples themselves where an older mmnp did not record them). The probe is on only when
+    results.json has its block: a later run into the same folder without --probe keeps the earlier
+    run's probe samples in the log, which are not its own."""
     from mmnp.evaluation.runner import MODALITIES, EvalConfig
 
     config = results.get("config") if isinstance(results.get("config"), dict) else {}
-    asked = {r.get("modality") for r in records.values()}
     modalities = config.get("modalities")
     if not (isinstance(modalities, list) and modalities and all(m in MODALITIES for m in modalities)):
+        asked = {r.get("modality") for r in records.values()}
         modalities = [m for m in MODALITIES if m in asked]
     samples = config.get("samples")
     if type(samples) is not int:
@@ -378,12 +393,47 @@ def _config(results: dict, records: dict[str, dict]) -> EvalConfig:
     return EvalConfig(model=results["model"], modalities=tuple(modalities), samples=samples,
                       system_prompt=prompt if isinstance(prompt, str) else None,
                       rounds=rounds if type(rounds) is int and rounds >= 1 else 1,
-                      probe="transcribe" if PROBE in results["metrics"] or PROBE in asked else None)
+                      probe="transcribe" if PROBE in results["metrics"] else None)
+
+
+def _selected(records: dict[str, dict], block: dict) -> dict[str, dict]:
+    """The records of the instances results.json's dataset block selects: its tasks and difficulties,
+    and at most the first `limit` (a selection's) or `count` (generated, a preset's) ids of each task
+    and difficulty, as `select_instances` takes them. A results folder's log keeps the samples of every
+    earlier run into it (other --tasks, --difficulty or --limit), and those are not this run's."""
+    from mmnp.releases import PRESETS
+
+    selection, generated, preset = block.get("selection"), block.get("generated"), block.get("preset")
+    spec = (selection if isinstance(selection, dict) else generated if isinstance(generated, dict)
+            else PRESETS.get(preset) if isinstance(preset, str) else None)
+    if not isinstance(spec, dict):
+        return records  # the whole of a dataset that names no selection: every instance is the run's
+    tasks, difficulties = spec.get("tasks"), spec.get("difficulties")
+    most = spec.get("limit") if isinstance(selection, dict) else spec.get("count")
+    shards: dict[tuple, set] = {}
+    for r in records.values():
+        task, difficulty = r.get("task"), r.get("difficulty")
+        if (not isinstance(tasks, (list, tuple)) or task in tasks) and (
+                not isinstance(difficulties, (list, tuple)) or difficulty in difficulties):
+            shards.setdefault((task, difficulty), set()).add(r.get("id"))
+    chosen = {i for ids in shards.values() for i in (sorted(ids, key=_order)[:most] if type(most) is int else ids)}
+    return {key: r for key, r in records.items() if r.get("id") in chosen}
+
+
+def _order(instance: object) -> tuple:
+    """An instance id's place in its task and difficulty (`mmnp.integrity.instance_id` numbers them)."""
+    from mmnp.integrity import parse_instance_id
+
+    try:
+        return (0, parse_instance_id(instance)[2], "")
+    except (TypeError, UsageError):
+        return (1, 0, str(instance))
 
 
 def _answered(records: dict[str, dict], config: EvalConfig) -> tuple[list[Instance], dict[str, str]]:
-    """The instances a run's samples answer, as far as its samples say (id, task, difficulty, picture
-    kind): what its numbers are recomputed over when its data is not at hand."""
+    """The instances a run's samples (`records`: those of its selection) answer, as far as its samples
+    say (id, task, difficulty, picture kind): what its numbers are recomputed over when its data is not
+    at hand."""
     from mmnp.core import Instance
 
     asked = {**{m: config.samples for m in config.modalities}, **({PROBE: 1} if config.probe else {})}
@@ -401,38 +451,31 @@ def _answered(records: dict[str, dict], config: EvalConfig) -> tuple[list[Instan
     return list(found.values()), kinds
 
 
-def _named_instances(block: dict) -> tuple[int | None, list[str] | None]:
-    """(how many instances, of which tasks) results.json's dataset block says the run covers, where it says."""
+def _named_instances(block: dict) -> int | None:
+    """How many instances results.json's dataset block says the run covers, where it says."""
     from mmnp.releases import PRESETS
 
     selection, generated = block.get("selection"), block.get("generated")
     if isinstance(selection, dict):
-        tasks = selection.get("tasks")
-        return selection.get("instances"), tasks if isinstance(tasks, list) else None
+        return selection.get("instances") if type(selection.get("instances")) is int else None
     preset = block.get("preset")
     spec = generated if isinstance(generated, dict) else PRESETS.get(preset) if isinstance(preset, str) else None
     try:
-        return len(spec["tasks"]) * len(spec["difficulties"]) * spec["count"], list(spec["tasks"])
+        return len(spec["tasks"]) * len(spec["difficulties"]) * spec["count"]
     except (TypeError, KeyError):
-        return None, None
+        return None
 
 
-def _against_block(block: dict, answered: list[Instance], config: EvalConfig, computed: dict) -> str | None:
-    """Without its data at hand, the instances a run's samples answer checked against those its dataset
-    block names (a task it does not name, more instances than it holds: the first such difference);
-    instances it names that no sample answers are counted in `computed` as missing, as eval counts them."""
-    named, tasks = _named_instances(block)
-    extra = sorted({inst.task for inst in answered} - set(tasks)) if tasks is not None else []
-    if extra:
-        return f"its samples answer task {cap(extra[0], 80)}, which its dataset block does not name"
-    if type(named) is int and len(answered) > named:
-        return f"its samples answer {len(answered)} instances, its dataset block names {named}"
-    if type(named) is int and len(answered) < named:
+def _count_unseen(block: dict, answered: list[Instance], config: EvalConfig, computed: dict) -> None:
+    """Without its data at hand, the instances a run's dataset block names that no sample of its
+    selection answers are counted in `computed` as missing, as eval counts them (a block claiming more
+    instances than its samples answer then disagrees with a complete results.json)."""
+    named = _named_instances(block)
+    if named is not None and len(answered) < named:
         unseen = named - len(answered)
         computed.update(complete=False, missing_instances=computed["missing_instances"] + unseen * (
             len(config.modalities) + bool(config.probe)), total_samples=computed["total_samples"] + unseen * (
             len(config.modalities) * config.samples + bool(config.probe)))
-    return None
 
 
 def _edited(before: dict[str, dict], after: dict[str, dict]) -> str | None:
@@ -469,7 +512,8 @@ def verify(run: Run, data: DataCache) -> None:
     """Check `run` against its samples: recompute its numbers from samples.jsonl with `mmnp eval`'s own
     code and, where its data is found unchanged, verify every stored answer on it again. A run whose
     results.json or samples disagree, or that has no samples, is marked `unverified` with one line
-    (`refusal`) naming the file, the first difference and what to do."""
+    (`refusal`) naming the file, the first difference and what to do. Only the samples of the selection
+    results.json names are its own: a folder's log keeps those of every earlier run into it."""
     from mmnp.evaluation.backend import MESSAGES_TEMPLATE
     from mmnp.evaluation.runner import check_stored, compute_results
     from mmnp.samplelog import SAMPLES, read_samples
@@ -498,19 +542,25 @@ def verify(run: Run, data: DataCache) -> None:
     config = _config(results, records)
     log = _Samples(path, dict(records))
     found = data.instances(block)
-    if found.instances is not None and stated.get("messages_template") not in (None, MESSAGES_TEMPLATE):
-        found = _Found(None, None, "its samples were asked in an older mmnp's messages (another messages_template)")
+    other_template = stated.get("messages_template") not in (None, MESSAGES_TEMPLATE)
     run.instances = {inst.id: inst for inst in found.instances} if found.instances is not None else None
     run.data_note = None if found.instances is not None else found.note
+    unmatched: list[str] = []
     try:
         if found.instances is not None:
-            stale = check_stored(log, found.instances, config, found.image, rescore=True)
+            drawn = found.drawn or (lambda inst: False)
+            loose = (lambda inst, modality: True) if other_template else (
+                lambda inst, modality: modality != "text" and drawn(inst))
+            stale = check_stored(log, found.instances, config, found.image, rescore=True, loose=loose,
+                                 unmatched=unmatched)
             if stale:  # its answers are to other instances: none are drawn over these
                 run.instances, run.data_note = None, f"its samples were not made on {found.note}"
+                own = _selected(records, block)  # shown (when asked) as its own verdicts score, not on this data
+                answered, kinds = _answered(own, config)
                 return refuse("samples not made on its dataset", (
                     f"{path}: {len(stale)} sample(s) answer other messages than {found.note} sends (e.g. "
                     f"{cap(stale[0], 120)}): they were made on other data; evaluate it on the data its results.json "
-                    "names"))
+                    "names"), compute_results(_Samples(path, own), answered, config, kinds))
             edited = _edited(records, log.records)
             if edited:
                 return refuse("edited samples", f"{path}: {edited} on {found.note}: the log was edited, or written "
@@ -518,7 +568,8 @@ def verify(run: Run, data: DataCache) -> None:
                               "every stored answer again", compute_results(log, found.instances, config))
             instances, kinds = found.instances, None
         else:
-            instances, kinds = _answered(records, config)
+            log = _Samples(path, _selected(records, block))
+            instances, kinds = _answered(log.records, config)
         computed = dict(compute_results(log, instances, config, kinds))
     except DataError as e:
         return refuse("samples not as `mmnp eval` writes them", str(e))
@@ -526,25 +577,31 @@ def verify(run: Run, data: DataCache) -> None:
         return refuse("samples not as `mmnp eval` writes them", (
             f"{path}: a sample is not a record as `mmnp eval` writes it ({type(e).__name__}: {cap(str(e), 80)}); "
             "delete its lines and run the same `mmnp eval` command again (the sample is then asked again)"))
-    difference = _against_block(block, instances, config, computed) if found.instances is None else None
-    failed = sum(1 for r in records.values() if r.get("failed") is True)
-    usage = results.get("usage") if isinstance(results.get("usage"), dict) else {}
-    claims = {name: results[name] for name in CLAIMS if name in results}
-    difference = (difference or _difference(claims, computed, "")
-                  or _difference({"usage.failed_calls": usage["failed_calls"]} if "failed_calls" in usage else {},
-                                 {"usage.failed_calls": failed}, ""))
+    if found.instances is None:
+        _count_unseen(block, instances, config, computed)
+    # usage (failed_calls and the like) counts every call into the folder, a later run's too: not compared
+    difference = _difference({name: results[name] for name in CLAIMS if name in results}, computed, "")
     if difference:
         return refuse("results.json disagrees with its samples", f"{run.folder / RESULTS}: {difference}; the file "
                       f"was edited or belongs to other samples; {REDO}", computed)
     run.verified = "answers" if found.instances is not None else "samples"
-    run.checked = (f"yes: every answer verified again on {found.note}" if found.instances is not None else
-                   f"numbers recomputed from samples.jsonl; answers not verified again: {found.note}")
+    if found.instances is None:
+        run.checked = f"numbers recomputed from samples.jsonl; answers not verified again: {found.note}"
+    elif unmatched:
+        why = ("its results.json names another mmnp's messages template" if other_template else
+               "their pictures, drawn again here, are not byte for byte the ones sent (another Pillow or fonts)")
+        run.data_note = (f"the messages of {len(unmatched)} sample(s) not checked: {why}; their answers verified "
+                         f"again on {found.note}")
+        run.checked = f"yes: every answer verified again on {found.note}; {run.data_note}"
+    else:
+        run.checked = f"yes: every answer verified again on {found.note}"
 
 
 def gather(paths: list[Path]) -> tuple[list[Run], list[str]]:
     """(runs, one line per results folder that holds no readable results.json) under `paths`:
     each a model folder, its results.json, or a folder of model folders. Each run is checked
-    against its samples (`verify`); runs on one dataset share its instances."""
+    against its samples (`verify`); runs on one dataset share its instances, and a run whose dataset
+    moved (or is on the Hub) is verified on data of the same hashes that another run opened."""
     runs, problems, seen = [], [], set()
     data = DataCache()
     for path in map(Path, paths):
@@ -579,11 +636,15 @@ def gather(paths: list[Path]) -> tuple[list[Run], list[str]]:
             if folder.resolve() in seen:
                 raise UsageError(f"{folder} was given twice; give each results folder once")
             seen.add(folder.resolve())
-            run = read_run(folder, data)
-            if isinstance(run, str):
-                problems.append(run)
+            results = _read_results(folder)
+            if isinstance(results, str):
+                problems.append(results)
             else:
-                runs.append(run)
+                runs.append(Run(cap(results["model"]), folder, results))
+    for run in runs:  # every dataset named opened first: a run whose data moved is verified on the same data
+        data.instances(run.results["dataset"] if isinstance(run.results.get("dataset"), dict) else {})
+    for run in runs:
+        verify(run, data)
     return runs, problems
 
 

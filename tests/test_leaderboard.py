@@ -877,7 +877,8 @@ def test_without_its_data_a_run_is_counted_against_its_dataset_block(small_datas
     assert f"left out solver:heuristic ({two}): {two / 'results.json'}: missing_instances is 0, its samples give 1" in md
     other_task = _variant(one, tmp_path, "other_task", lambda r: claims_two(r) or r["dataset"]["selection"].update(
         tasks=["tsp"], instances=1))
-    assert ": its samples answer task knapsack, which its dataset block does not name" in make_leaderboard([other_task])
+    md = make_leaderboard([other_task])
+    assert f"{other_task / 'results.json'}: missing_instances is 0, its samples give 1" in md
 
 
 @pytest.fixture(scope="module")
@@ -929,3 +930,136 @@ def test_two_subsets_of_one_dataset_are_told_apart_when_mixed(small_dataset, tmp
     md = make_leaderboard(folders, mix_datasets=True)
     labels = {r["dataset"] for r in _table(md, "Leaderboard")}
     assert len(labels) == 2 and all(re.fullmatch(r"[0-9a-f]{12}/[0-9a-f]{8} subset [0-9a-f]{8}", x) for x in labels)
+
+
+# -- one results folder, several runs into it: only the samples of the run results.json describes count --
+
+@pytest.fixture(scope="module")
+def little(tmp_path_factory) -> Path:
+    """Knapsack and TSP, two instances per difficulty (easy, medium), with pictures, no exact references."""
+    data = tmp_path_factory.mktemp("little") / "data"
+    made = runner.invoke(app, ["generate", "--tasks", "knapsack,tsp", "--difficulty", "easy,medium", "--count", "2",
+                               "--no-optimal", "--seed", "0", "--out", str(data)])
+    assert made.exit_code == 0, made.output
+    return data
+
+
+def test_earlier_runs_into_the_folder_do_not_refuse_a_run_whose_data_moved(little, tmp_path):
+    """--tasks knapsack then --tasks tsp, the whole data then --limit 1, --difficulty easy then medium, each
+    into one folder, the data then moved away: each last run is counted on its own selection's samples."""
+    data = tmp_path / "data"
+    shutil.copytree(little, data)
+    common = ["--model", "solver:random", "--data", str(data), "--samples", "2", "--temperature", "0.7"]
+    for name, first, second in (("tasks", ["--tasks", "knapsack"], ["--tasks", "tsp"]),
+                                ("limit", [], ["--limit", "1"]),
+                                ("levels", ["--difficulty", "easy"], ["--difficulty", "medium"])):
+        _run(tmp_path / name, *common, *first)
+        _run(tmp_path / name, *common, *second)
+    data.rename(tmp_path / "moved")
+    folders = [tmp_path / name / "solver_random" for name in ("tasks", "limit", "levels")]
+    md = make_leaderboard(folders)
+    assert "left out" not in md and len(_sections(md)) == 3
+    assert {r["verified"][:33] for text in _sections(md).values() for r in _table(text, "Runs")} == {
+        "numbers recomputed from samples.j"}
+    forged = _variant(folders[1], tmp_path, "forged", lambda r: r["metrics"]["text"]["overall"].update(sr=1.0))
+    rows = list(csv.DictReader(io.StringIO(make_leaderboard([forged], format="csv", include_unverified=True))))
+    assert {r["instances"] for r in rows if r["scope"] == "overall"} == {"4"}  # its selection's, not the log's 8
+
+
+def test_a_run_without_probe_after_one_with_it_is_ranked(little, tmp_path):
+    """--probe transcribe, then the same run without it into the same folder (and --rescore): the log's probe
+    samples are the first run's; results.json, without a probe block, counts none."""
+    common = ["--model", "solver:random", "--data", str(little), "--modality", "image", "--tasks", "knapsack"]
+    _run(tmp_path / "r", *common, "--probe", "transcribe")
+    folder = _run(tmp_path / "r", *common)
+    assert "probe" not in _results(folder)["metrics"]
+    for extra in ((), ("--rescore",)):
+        _run(tmp_path / "r", *common, *extra)
+        md = make_leaderboard([folder])
+        assert "left out" not in md
+        assert _table(md, "Runs")[0]["verified"] == f"yes: every answer verified again on its dataset {little}"
+
+
+def test_a_later_run_cut_short_in_the_folder_does_not_refuse_the_finished_one(little, tmp_path):
+    """A complete --limit 1 run, then a whole run against a failing endpoint killed before it wrote
+    results.json (here: the finished run's results.json put back): the log's failed calls are not its own."""
+    from tests.fake_openai import FakeOpenAI
+
+    down: list[bool] = []
+    every_other = lambda number, text: (500, 0.0) if down and number % 2 else None  # noqa: E731
+    with FakeOpenAI(lambda text, png: "Answer: [0]", fault=every_other) as server:
+        common = ["--model", "openai:fake", "--base-url", server.url, "--data", str(little), "--max-retries", "0",
+                  "--model-args", "backoff=0.01", "--max-fail-rate", "1"]
+        folder = _run(tmp_path / "r", *common, "--limit", "1")
+        finished = (folder / "results.json").read_text()
+        down.append(True)
+        _run(tmp_path / "r", *common)  # every other call fails
+        (folder / "results.json").write_text(finished)
+    assert any(r["failed"] for r in map(json.loads, (folder / "samples.jsonl").read_text().splitlines()))
+    md = make_leaderboard([folder])
+    assert "left out" not in md and {r["model"] for r in _table(md, "Leaderboard")} == {"openai:fake"}
+
+
+def test_pictures_drawn_again_as_other_bytes_still_have_their_answers_verified(tmp_path, monkeypatch):
+    """A run made on the fly, read where the renderer draws other bytes (another Pillow or fonts): its
+    messages cannot be checked, its answers are verified, and an edited verdict is still caught."""
+    import mmnp.dataset
+
+    folder = _run(tmp_path / "fly", "--model", "solver:random", "--tasks", "knapsack", "--difficulty", "easy",
+                  "--count", "2", "--modality", "both", "--samples", "2", "--temperature", "0.7")
+    monkeypatch.setattr(mmnp.dataset, "draw", lambda *args, **kwargs: b"a picture drawn by another Pillow")
+    md = make_leaderboard([folder])
+    assert "left out" not in md
+    assert _table(md, "Runs")[0]["verified"].startswith(
+        "yes: every answer verified again on its instances generated again from seed 0 by mmnp ")
+    assert "the messages of 4 sample(s) not checked: their pictures, drawn again here, are not byte for byte" in md
+    _edit_samples(folder, lambda r: r.update(ratio=r["ratio"] + 0.5) if r["modality"] == "image" else None)
+    assert "records ratio" in make_leaderboard([folder])
+
+
+def test_samples_made_on_other_data_are_shown_with_the_numbers_they_earn(little, tmp_path):
+    """A run's results.json given another dataset's block (same ids, other instances) and a better score: left
+    out, and shown when asked with what its own samples earn, never the claim."""
+    other = tmp_path / "other"
+    made = runner.invoke(app, ["generate", "--tasks", "knapsack", "--difficulty", "easy", "--count", "2",
+                               "--no-optimal", "--seed", "5", "--out", str(other)])
+    assert made.exit_code == 0, made.output
+    common = ["--model", "solver:random", "--tasks", "knapsack", "--difficulty", "easy", "--temperature", "0.7",
+              "--samples", "2"]
+    run = _run(tmp_path / "run", *common, "--data", str(little))
+    block = _results(_run(tmp_path / "there", *common, "--data", str(other)))["dataset"]
+    earned = _results(run)["metrics"]["text"]["overall"]
+    forged = _variant(run, tmp_path, "forged", lambda r: r.update(dataset=block) or r["metrics"]["text"][
+        "overall"].update(sr=1.0, qr=1.0))
+    md = make_leaderboard([forged], include_unverified=True)
+    assert "UNVERIFIED: samples not made on its dataset" in md
+    row = next(r for r in _table(md, "Leaderboard") if r["modality"] == "text")
+    assert (row["Overall SR"], row["Overall QR"]) == (_pct(earned["sr"]), _pct(earned["qr"]))
+
+
+@pytest.mark.parametrize("dodge", [
+    lambda r, gone: r["dataset"].update(path=str(gone)),
+    lambda r, gone: r["dataset"].update(path="hf://someone/mmnp-data"),
+    lambda r, gone: r["config"].update(messages_template="mmnp-chat-0 (an older mmnp)"),
+], ids=["moved", "hub", "template"])
+def test_a_forged_run_cannot_dodge_its_data_by_its_dataset_path_or_template(little, tmp_path, dodge):
+    """solver:random's answers with solver:heuristic's verdicts, results.json recomputed from them by mmnp's own
+    code, its data named where it is not (or its messages template another): data of the same hashes, opened
+    for another run on the board, verifies its answers all the same."""
+    from mmnp.dataset import select_instances
+    from mmnp.evaluation.runner import VERDICT_FIELDS, EvalConfig, compute_results
+    from mmnp.samplelog import SampleLog
+
+    common = ["--data", str(little), "--modality", "text", "--samples", "1"]
+    honest = _run(tmp_path / "honest", "--model", "solver:heuristic", *common)
+    forged = _run(tmp_path / "forged", "--model", "solver:random", *common)
+    verdicts = {r["key"]: r for r in map(json.loads, (honest / "samples.jsonl").read_text().splitlines())}
+    _edit_samples(forged, lambda r: r.update({name: verdicts[r["key"]][name] for name in VERDICT_FIELDS}))
+    results = _results(forged)
+    results.update(compute_results(SampleLog(forged / "samples.jsonl"), select_instances(
+        "knapsack,tsp", ["easy", "medium"], data=little).instances, EvalConfig("solver:random", ("text",), 1)))
+    dodge(results, tmp_path / "gone")
+    (forged / "results.json").write_text(json.dumps(results))
+    md = make_leaderboard([forged, honest])
+    assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:heuristic"}
+    assert f"left out solver:random ({forged}): {forged / 'samples.jsonl'}: sample " in md and " records " in md
