@@ -983,7 +983,7 @@ def test_a_run_without_probe_after_one_with_it_is_ranked(little, tmp_path):
 def test_a_later_run_cut_short_in_the_folder_does_not_refuse_the_finished_one(little, tmp_path):
     """A complete --limit 1 run, then a whole run against a failing endpoint killed before it wrote
     results.json (here: the finished run's results.json put back): the log's failed calls are not its own."""
-    from tests.fake_openai import FakeOpenAI
+    from fake_openai import FakeOpenAI
 
     down: list[bool] = []
     every_other = lambda number, text: (500, 0.0) if down and number % 2 else None  # noqa: E731
