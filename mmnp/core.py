@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, TypeVar
@@ -46,6 +47,12 @@ def prepared(source: Any, name: str, build: Callable[[Any], T]) -> T:
 
 
 WHERE_STORED = 100
+
+
+def is_objective(value: Any) -> bool:
+    """A value as a task computes an objective: every task's is a finite number >= 0 (an edited record
+    or reward row may hold anything)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def reward_digest(record: Mapping[str, Any]) -> str:

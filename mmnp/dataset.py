@@ -18,13 +18,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator
 
-from mmnp.core import Instance
+from mmnp.core import Instance, is_objective
 from mmnp.errors import DataError, UsageError
 from mmnp.files import atomic_write
 from mmnp.generation import IN_PROGRESS, LOG, GenerateSpec, generate_dataset, merge_parts, parse_part
@@ -240,7 +239,7 @@ def _check_edited(inst: Instance, where: str) -> None:
         made = reference.get(source)
         if made is None and source != "heuristic":
             continue
-        if not isinstance(made, dict) or not _number(made.get("objective")):
+        if not isinstance(made, dict) or not is_objective(made.get("objective")):
             raise DataError(f"{where}: {inst.id}: its {source} reference has no objective (a number >= 0); {fix}")
         if source == "heuristic" and not made["objective"] > 0:  # the Quality Ratio's reference: 0 scores 0 silently
             raise DataError(f"{where}: {inst.id}: its heuristic reference objective is 0, which no Quality Ratio can be "
@@ -253,10 +252,6 @@ def _check_edited(inst: Instance, where: str) -> None:
             raise DataError(f"{where}: {inst.id}: its instance or its {source} reference is malformed "
                             f"({type(e).__name__}); {fix}") from None
 
-
-def _number(value: Any) -> bool:
-    """An objective as a task computes one: every task's is a finite number >= 0."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def _actual_pictures(dataset: Dataset) -> dict[Digest, str]:

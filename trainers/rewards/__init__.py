@@ -30,12 +30,11 @@ this module stays light (no torch, TRL or OR-Tools): verl's reward workers impor
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Callable
 
-from mmnp.core import Verdict, reward_digest
+from mmnp.core import Verdict, is_objective, reward_digest
 from mmnp.errors import UsageError
 from mmnp.plugins import Registry, UnknownPluginError
 from mmnp.registry import get_task
@@ -76,16 +75,13 @@ def _parsed(payload: str | bytes) -> dict:
                          "instance or reference objectives no longer match its digest); rebuild the rows from the "
                          "dataset (mmnp export, mmnp.trainers.data), never edit them")
     if not (isinstance(record["task"], str) and isinstance(record["instance"], dict)
-            and all(_objective(record[key]) for key in ("reference_objective", "best_objective"))
+            and all(is_objective(record[key]) for key in ("reference_objective", "best_objective"))
             and record["reference_objective"] > 0):
         raise ValueError(f"the {COLUMN} record of {str(record['id'])[:80]!r} is not shaped as mmnp writes it (task a "
                          "name, instance an object, objectives numbers >= 0, the reference one > 0): rebuild the rows "
                          "with mmnp")
     return record
 
-
-def _objective(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def record_payload(inst) -> str:
