@@ -17,7 +17,7 @@ stage only if the ones before failed:
 At k equal to the clique's size, when local search fails and a greedy search splits the
 vertices into k-cliques (a queen graph's rows), an exact cover of the vertices by independent
 sets with one vertex per clique (`clique_cover_colouring`, each stage within a node budget) is
-tried last.
+tried last, and where the numbering's reversal is an automorphism, a cover it maps onto itself.
 The search stops at the first k it cannot reach in its budget, or when k equals the clique's
 size (proven optimal). So a graph whose clique is smaller than its chromatic number (myciel,
 queen6_6 to queen10_10, the generated levels without a clique) always spends one full budget at
@@ -35,11 +35,13 @@ fixed, not reactive, tenure.
 Measured (bench_published, seed 0): le450_15a-d all 15 (1-8 CPU s), DSJC250.5 28 and DSJC500.1
 12, the best known (12 and 53 s; with stage 5 in numpy at its 1x share: 29 and 13), le450_25c/d
 27/26 at 26-27 s (a fresh seed's 10 million-move HEA found 26 on le450_25c in 13 s, the
-heuristic's own stream did not), queen11_11 11 (1 s: local search 12, then the exact cover), queen13_13 14 (its
-73,712 13-queens solutions exceed the listing's budget; a cover search over all of them made
-no 13-colouring in 360,000 steps, nor CP-SAT on the same cover in 418 deterministic
-seconds). Not robust: with the generator seeded 1 or 2 instead of 0, le450_15c ended at 16 or
-15 and le450_15d at 17 (measured before the compiled moves); PartialCol's moves are numpy still
+heuristic's own stream did not), queen11_11 11 (1 s: local search 12, then the exact cover),
+queen13_13 13 (11-14 s: local search 14; over all 73,712 13-queens solutions neither
+Algorithm X in millions of nodes, a cover search for 360,000 steps nor CP-SAT in 418
+deterministic seconds made 13, nor CP-SAT on the colouring with each 13-clique all different in
+60; the cover that the half turn maps onto itself takes ~27,000 nodes, `turned_cover`). Not
+robust: with the generator seeded 1 or 2 instead of 0, le450_15c ended at 16 or 15 and
+le450_15d at 17 (measured before the compiled moves); PartialCol's moves are numpy still
 (its uncoloured set is a Python set whose order its moves follow, so a compiled copy would not
 make the same moves).
 """
@@ -69,6 +71,12 @@ COMPILED_MOVES_PER_STEP = 25  # compiled TabuCol moves the last HEA gets per ste
 PARTITION_NODES = 20_000  # search nodes splitting the vertices into cliques of the lower bound's size
 TRANSVERSAL_NODES = 200_000  # search nodes listing the independent sets with one vertex per clique
 COVER_NODES = 5_000  # exact-cover search nodes over those sets (queen11_11 takes ~150)
+TURNED_TRANSVERSAL_NODES = 4_000_000  # the listing's budget where the numbering's reversal is an
+#   automorphism (queen13_13's 73,712 13-queens solutions take 3.5 million, ~6 CPU s)
+TURNED_MAX_CLASSES = 100_000  # ... and at most this many classes for it to pair (queen13_13: 73,712)
+TURNED_COVER_NODES = 50_000  # exact-cover search nodes over the classes that reversal pairs ...
+TURNED_COVER_WORDS = 10**10  # ... or fewer where a node's bit sets are wider: a node scans each
+#   vertex's live options (about classes x vertices / 64 words; queen13_13's ~27,000 nodes, 2 s)
 
 
 def step_budget(n: int) -> int:
@@ -449,25 +457,74 @@ def exact_cover(sets: list[int], universe: int, nodes: int) -> list[int] | None:
     return None
 
 
+def reversal(masks: list[int]) -> list[int] | None:
+    """Each vertex's image under v -> n - 1 - v when that map is an automorphism, else None. On a
+    grid numbered row by row it is the half turn (a queen graph's), the one symmetry a graph's
+    numbering gives away for free: checked edge by edge, not searched for."""
+    n = len(masks)
+    for v in range(n):
+        image = 0
+        for u in _members(masks[v]):
+            image |= 1 << (n - 1 - u)
+        if image != masks[n - 1 - v]:
+            return None
+    return [n - 1 - v for v in range(n)]
+
+
+def turned_cover(classes: list[int], image: list[int], universe: int, nodes: int) -> list[int] | None:
+    """Pairwise disjoint `classes` covering `universe` and mapped onto each other by the
+    automorphism `image` (`classes` closed under it, as the list of every transversal is; a
+    class whose image is not listed may come back as that image), or None (none, or more than
+    `nodes` search nodes): the exact cover of the vertices by the classes the automorphism
+    fixes and by the unions S + image(S) of disjoint pairs, about half as many options of twice
+    the size, so the search is much shallower. queen13_13's linear colouring ((2 row + column) mod 13) is such a cover under
+    the half turn; Algorithm X finds one among 22,532 options in ~27,000 nodes, where over
+    all 73,712 solutions it finds none in millions."""
+    def turned(mask: int) -> int:
+        return sum(1 << image[v] for v in _members(mask))
+
+    options, halves, seen = [], [], set()
+    for mask in classes:
+        other = turned(mask)
+        if other == mask or (not other & mask and mask | other not in seen):
+            seen.add(mask | other)
+            options.append(mask | other)
+            halves.append([mask] if other == mask else [mask, other])
+    picked = exact_cover(options, universe, nodes)
+    return None if picked is None else [half for i in picked for half in halves[i]]
+
+
 def clique_cover_colouring(masks: list[int], k: int) -> np.ndarray | None:
     """A k-colouring (colours 0..k-1) of a graph whose vertices split into k-cliques, or None.
     Each clique then holds every colour once, so a colour class is an independent set with one
     vertex per clique, and a k-colouring is an exact cover of the vertices by k such sets:
-    listed, then covered by Algorithm X, each within a node budget. The n x n queen graph
-    (n coprime to 6) is the case in point: its n-colourings are n disjoint n-queens solutions,
-    which local search does not find (queen11_11: 6-9 conflicts left by TabuCol, PartialCol and
-    HEA) and this finds in ~150 cover steps."""
+    listed, then covered by Algorithm X, each within a node budget; where the numbering's
+    reversal is an automorphism and that finds none, a cover that the reversal maps onto itself
+    (`turned_cover`), with larger budgets. The n x n queen graph (n coprime to 6) is the case in
+    point: its n-colourings are n disjoint n-queens solutions, which local search does not find
+    (queen11_11: 6-9 conflicts left by TabuCol, PartialCol and HEA) and this finds: queen11_11
+    in ~150 cover steps, queen13_13 by the half turn (module docstring)."""
     n = len(masks)
     if k < 2 or n % k:
         return None
     parts = clique_partition(masks, k, PARTITION_NODES)
-    classes = None if parts is None else transversals(parts, masks, TRANSVERSAL_NODES)
-    picked = None if classes is None else exact_cover(classes, (1 << n) - 1, COVER_NODES)
-    if picked is None:
+    if parts is None:
+        return None
+    everything = (1 << n) - 1
+    classes = transversals(parts, masks, TRANSVERSAL_NODES)
+    picked = None if classes is None else exact_cover(classes, everything, COVER_NODES)
+    chosen = None if picked is None else [classes[i] for i in picked]
+    if chosen is None and (image := reversal(masks)) is not None:
+        if classes is None:
+            classes = transversals(parts, masks, TURNED_TRANSVERSAL_NODES)
+        if classes is not None and len(classes) <= TURNED_MAX_CLASSES:
+            nodes = min(TURNED_COVER_NODES, TURNED_COVER_WORDS // (len(classes) * n // 64 + 1))
+            chosen = turned_cover(classes, image, everything, nodes)
+    if chosen is None:
         return None
     colouring = np.empty(n, dtype=np.int64)
-    for colour, i in enumerate(picked):
-        colouring[_members(classes[i])] = colour
+    for colour, mask in enumerate(chosen):
+        colouring[_members(mask)] = colour
     return colouring
 
 

@@ -12,16 +12,24 @@ then never runs: L7 0.1 -> 0.03 CPU s), and L8-L10's sizes with the wide subsets
 1 times in 10. Then RUNS local searches from greedy's cover, seeds 0 and 1, share
 min(400 steps per subset, WORK list updates' worth) steps; each run stops at the lower bound or
 after min(100,000, max(100 per subset, PATIENCE_WORK updates' worth)) steps without a smaller
-cover. The first run, seed 0 with the whole budget before it, can only be improved on. Measured
-on OR-Library (one core, benchmarks/bench_published.py): scp4x 0.16-0.23 CPU s, scp5x 0.22-0.28,
-scp6x 0.27-0.36, scpa 0.31-0.41, scpe 0.33, scpclr13 1.2, STS729 3.3 (646 for 617: its budget
-of 48,000 steps ends on a plateau, seed 0 stays at 646 from step 12,000 to 95,000 and reaches 639
-at 136,000). Where mmnp differs from the paper: two seeded runs within a step budget (the paper:
-10 seeded runs to a time limit, in C; the compiled steps here make 0.15-1.9 million a second,
-`local_search`); scpa1-4 stay one above the optimum within 250,000 steps a seed, and with 10
-million (about 11 s) scpa3 is still at 39 on seeds 0-3, scpa1 reaches 38 on one of them and
-scpa4 37 on two; weights grow lazily (same choices, checked step by step in
-tests/test_heuristic_set_cover.py); configuration checking re-enables a subset when an element it
+cover. On many elements both grow with them: patience at least 2 steps per element and the
+budget at least twice that per run (PATIENCE_PER_ELEMENT), since the elements' weights take
+steps in proportion to their number to reshape the search: STS729's runs (88,452 elements) sit
+at 644-647 for 110,000-130,000 steps, then fall to 617 on 4 seeds in 12 by step 280,000 (the
+others stay at 633-639 through 600,000), where the budget was 48,000 steps, all spent by seed 0
+(and 100 steps per subset of patience, 72,900, stops runs on the plateau). It binds on STS405
+and STS729 only (generated covers have at most 120 elements, the classic set's at most 9,801).
+The first run, seed 0 with the whole budget before it, can only be improved on. Measured on OR-Library (one core, benchmarks/bench_published.py):
+scp4x 0.16-0.23 CPU s, scp5x 0.22-0.28, scp6x 0.27-0.36, scpa 0.31-0.41, scpe 0.33, scpclr13
+1.2, STS405 1.3 (340 for 335), STS729 6.5 (617, the best known: 729 less AG(6, 3)'s largest
+cap, 112; seed 1 reaches it at step ~160,000; on AG(6, 3)'s own triple system, labelled another
+way, 637 against 647 with the per-subset patience: tests/test_heuristic_set_cover.py). Where
+mmnp differs from the paper: two seeded runs within a step budget (the paper: 10 seeded runs to
+a time limit, in C; the compiled steps here make 0.15-1.9 million a second, `local_search`);
+scpa1-4 stay one above the optimum within 250,000 steps a seed, and with 10 million (about
+11 s) scpa3 is still at 39 on seeds 0-3, scpa1 reaches 38 on one of them and scpa4 37 on two;
+weights grow lazily (same choices, checked step by step in tests/test_heuristic_set_cover.py);
+configuration checking re-enables a subset when an element it
 holds changes between covered and uncovered (the paper and pinam45/USCP's rwls.cpp: also between
 once and twice covered; measured with 10 million steps a seed it does no better on scpa1 or
 scpa3, reaches scpa4's 37 on three seeds instead of two, and no better on scp51), so a step
@@ -40,11 +48,14 @@ from mmnp.solvers.compiled import compiled
 RUNS = 2  # independent local searches (seeds 0..RUNS-1, each from greedy's cover): RWLS's time
 #   to a better cover is heavy-tailed, a run stuck at optimum + 1 is often freed by another seed
 WORK = 50_000_000  # the local searches' budget, all runs together, in list updates (a step costs
-#   about a subset's size, an element's holders and a scan of the chosen subsets: `_step_cost`)
+#   about a subset's size, an element's holders and a scan of the chosen subsets: `_step_cost`),
+#   unless PATIENCE_PER_ELEMENT asks for more (STS729: 14x this)
 STEPS_PER_SUBSET = 400  # ... and at most this many steps per subset, all runs together
 PATIENCE = 100_000  # steps without a smaller cover before a run stops
 PATIENCE_PER_SUBSET = 100  # ... or this many per subset, if fewer,
-PATIENCE_WORK = 400_000  # ... but never fewer than this many list updates' worth
+PATIENCE_WORK = 400_000  # ... but never fewer than this many list updates' worth,
+PATIENCE_PER_ELEMENT = 2  # ... nor than this many per element, and each run's share of the budget
+#   at least twice that: element weights reshape the search in steps proportional to their number
 BOUND_ROUNDS = 60  # subgradient steps of the Lagrangian bound
 NODE_WORDS = 1 << 20  # machine words of bit-set operations the exact search may spend before the
 #   local search takes over (a node scans its uncovered elements, each a bit set of the universe,
@@ -342,9 +353,9 @@ def heuristic(data: dict) -> list[int]:
         found, finished = branch_and_bound(data, chosen, bound)
         if finished:
             return found
-        cost = _step_cost(a, chosen)
-        chosen = restarts(a, chosen, bound, min(STEPS_PER_SUBSET * m, WORK // cost),
-                          min(PATIENCE, max(PATIENCE_PER_SUBSET * m, PATIENCE_WORK // cost)), RUNS)
+        cost, reshaping = _step_cost(a, chosen), PATIENCE_PER_ELEMENT * a.shape[1]
+        chosen = restarts(a, chosen, bound, max(min(STEPS_PER_SUBSET * m, WORK // cost), 2 * RUNS * reshaping),
+                          max(min(PATIENCE, max(PATIENCE_PER_SUBSET * m, PATIENCE_WORK // cost)), reshaping), RUNS)
     return [int(i) for i in np.flatnonzero(chosen)]
 
 

@@ -289,6 +289,44 @@ def test_restarts_free_a_stuck_run_within_one_shared_budget():
         assert set_cover.restarts(a, start, best, spent, 10_000, 3).sum() == best + 1, name
 
 
+def _affine_triples(dim: int) -> dict:
+    """The Steiner triple system of the affine space AG(dim, 3) as a set cover: an element per
+    line {x, y, -(x + y)}, a subset per point holding its lines. A cover's complement holds no
+    line (a cap), so the optimum is 3^dim minus the largest cap: 617 at dim 6 (caps of 112),
+    the best known of OR-Library's STS729, which has its size."""
+    points = [tuple(p) for p in np.ndindex(*(3,) * dim)]
+    index = {p: i for i, p in enumerate(points)}
+    subsets: list[list[int]] = [[] for _ in points]
+    for x, px in enumerate(points):
+        for y in range(x + 1, len(points)):
+            z = index[tuple(-(a + b) % 3 for a, b in zip(px, points[y]))]
+            if z > y:
+                line = sum(map(len, subsets)) // 3 + 1
+                for p in (x, y, z):
+                    subsets[p].append(line)
+    return {"universe": sum(map(len, subsets)) // 3, "subsets": subsets}
+
+
+def test_runs_on_many_elements_wait_for_the_weights_to_reshape_the_search():
+    """On 88,452 elements (AG(6, 3)'s triple system, STS729's size) RWLS runs sit on a plateau
+    for longer than the per-subset budget and patience allow before they improve: with patience
+    of at least PATIENCE_PER_ELEMENT steps per element, and twice that per run of budget, the
+    heuristic makes a smaller cover than the same runs within the per-subset settings (647:
+    raising only the budget gives 646, only the patience 647)."""
+    data = _affine_triples(6)
+    a = set_cover._matrix(data)
+    assert a.shape == (729, 88_452) and (a.sum(0) == 3).all()
+    start = set_cover.greedy(a)
+    m, cost = len(a), set_cover._step_cost(a, start)
+    per_subset = min(set_cover.PATIENCE, max(set_cover.PATIENCE_PER_SUBSET * m, set_cover.PATIENCE_WORK // cost))
+    assert per_subset < set_cover.PATIENCE_PER_ELEMENT * a.shape[1]
+    impatient = set_cover.restarts(a, start, 0, min(set_cover.STEPS_PER_SUBSET * m, set_cover.WORK // cost),
+                                   per_subset, set_cover.RUNS)
+    found = set_cover.heuristic(data)
+    assert a[found].max(0).min() == 1
+    assert len(found) < impatient.sum() - 5, (len(found), int(impatient.sum()))
+
+
 def test_exact_search_stops_at_its_bit_set_work_budget():
     """The exact search's second budget, in words of bit-set work: a planted instance it solves
     within its node budget is left unfinished (greedy's cover returned) when the words run out."""
