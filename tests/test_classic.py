@@ -37,15 +37,17 @@ def test_the_classic_set_covers_every_task_with_an_instance_file():
 def test_the_classic_set_holds_the_hard_published_families():
     """Beyond the textbook graphs: DIMACS's brock and gen clique families (and a complement as
     vertex cover), Leighton colouring graphs (le450_15c: 21 colours from DSATUR + TabuCol alone),
+    queen13_13 (14 colours from local search: 13 needs the exact cover its half turn maps onto itself),
     OR-Library set cover read with unit costs (scp44/scp48: one above the best known from the
     swap search alone) and CLR instances, Steiner triple covering at 243 points, TSPLIB at 150
     cities, Pisinger's large instances."""
     names = {(item.task, item.name) for item in CLASSIC}
     assert {("max_clique", "brock200_1"), ("max_clique", "brock200_4"), ("max_clique", "gen200_p0.9_44"),
             ("max_clique", "gen200_p0.9_55"), ("vertex_cover", "gen200_p0.9_44-complement"),
-            ("graph_coloring", "le450_15b"), ("graph_coloring", "le450_15c"), ("set_cover", "scp41"),
-            ("set_cover", "scp44"), ("set_cover", "scp48"), ("set_cover", "scpclr10"), ("set_cover", "scpclr11"),
-            ("set_cover", "stn243"), ("tsp", "kroA150"), ("knapsack", "knapPI_3_500_1000_1")} <= names
+            ("graph_coloring", "le450_15b"), ("graph_coloring", "le450_15c"), ("graph_coloring", "queen13_13"),
+            ("set_cover", "scp41"), ("set_cover", "scp44"), ("set_cover", "scp48"), ("set_cover", "scpclr10"),
+            ("set_cover", "scpclr11"), ("set_cover", "stn243"), ("tsp", "kroA150"),
+            ("knapsack", "knapPI_3_500_1000_1")} <= names
     scp41 = next(item for item in CLASSIC if item.name == "scp41")
     assert len(scp41.data["subsets"]) == 1000 and scp41.data["universe"] == 200  # the weighted file, unit costs
     complement = next(item for item in CLASSIC if item.name == "gen200_p0.9_44-complement")
