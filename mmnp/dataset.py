@@ -253,7 +253,6 @@ def _check_edited(inst: Instance, where: str) -> None:
                             f"({type(e).__name__}); {fix}") from None
 
 
-
 def _actual_pictures(dataset: Dataset) -> dict[Digest, str]:
     """{record: SHA-256 of the picture file there, "-" for a record without one, "missing"}."""
     pictures = {}

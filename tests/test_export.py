@@ -353,7 +353,6 @@ def test_importing_mmnp_export_stays_light():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
-
 def test_mmnp_eval_on_an_export_scores_like_its_folder_and_refuses_an_edit(small_dataset, hf_export, tmp_path):
     """`mmnp eval --data EXPORT` runs on the checked export with the source dataset's identity
     and the same numbers as on the folder; an edited export is refused, never scored."""

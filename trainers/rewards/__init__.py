@@ -83,7 +83,6 @@ def _parsed(payload: str | bytes) -> dict:
     return record
 
 
-
 def record_payload(inst) -> str:
     """The `mmnp_instance` column value for an Instance."""
     return json.dumps(inst.to_reward_record(), separators=(",", ":"))
