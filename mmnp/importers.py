@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from mmnp.core import Instance, content_hash
+from mmnp.core import Instance, canonical_json, content_hash
 from mmnp.dataset import MANIFEST, atomic_write, build_manifest, instance_id
 from mmnp.errors import DataError, UsageError
 from mmnp.files import check_new_folder, write_whole_folder
@@ -542,6 +542,17 @@ def build_instance(item: Published, index: int, shard: str, optimal: bool = True
     and the published optimum where known, refused when the instance contradicts it
     (`check_claim`) or when it leaves the Quality Ratio undefined (a reference objective of 0)."""
     task = get_task(item.task)
+    heuristic = _heuristic_reference(item, task)
+    if not optimal:
+        return _assemble(item, index, shard, task, heuristic, None, False, None)
+    best, _ = task.best_known(item.data, heuristic, time_limit)
+    found = {"objective": best["objective"], "solution": best["solution"]}
+    return _assemble(item, index, shard, task, heuristic, found, best["proven"], best.get("bound"))
+
+
+def _heuristic_reference(item: Published, task: Task) -> dict:
+    """The heuristic's reference for `item` (deterministic), refused where no answer is feasible
+    or where it leaves the Quality Ratio undefined."""
     data = item.data
     if task.name == "longest_cycle" and not task.solver.trivial(data):
         raise DataError(f"{item.file}: the graph has no cycle, so no longest_cycle answer is feasible; import a "
@@ -550,15 +561,19 @@ def build_instance(item: Published, index: int, shard: str, optimal: bool = True
     if heuristic["objective"] == 0:
         raise DataError(f"{item.file}: its reference objective is 0 (e.g. a graph without edges), so the Quality "
                         "Ratio is undefined; import an instance whose answers score above 0")
+    return heuristic
+
+
+def _assemble(item: Published, index: int, shard: str, task: Task, heuristic: dict, found: dict | None,
+              proven: bool, bound: float | None) -> Instance:
+    """The record from its references: `found` the exact solve's answer (None: no exact
+    reference), `proven` and `bound` what the solve said of it; the published claim is checked
+    against them and, where proven and met, makes the answer proven."""
+    data = item.data
     reference: dict[str, Any] = {"heuristic": heuristic, "optimal": None}
-    found, proven, bound = heuristic, False, None
-    if optimal:
-        best, _ = task.best_known(data, heuristic, time_limit)
-        found = {"objective": best["objective"], "solution": best["solution"]}
-        proven, bound = best["proven"], best.get("bound")
     if item.optimum is not None:
-        check_claim(item, task, heuristic["objective"], found["objective"], proven, bound)
-    if optimal:
+        check_claim(item, task, heuristic["objective"], (found or heuristic)["objective"], proven, bound)
+    if found is not None:
         if item.proven and item.optimum is not None and found["objective"] == item.optimum:
             proven = True  # the published proof covers this instance as stated
         reference["optimal"] = {**found, "proven": proven}
@@ -584,7 +599,7 @@ def import_dataset(out: str | Path, items: list[Published], spec: ImportSpec, sh
     for item in items:
         built = by_task.setdefault(item.task, [])
         key = _item_key(item, len(built), shard, spec)
-        inst = _resumed(done.get(key), item)
+        inst = _resumed(done.get(key), item, len(built), shard, spec)
         if inst is None:
             inst = build_instance(item, len(built), shard, spec.optimal, spec.time_limit)
             with open(journal, "a", encoding="utf-8") as log:  # an interrupted import resumes from here
@@ -637,23 +652,32 @@ def _read_journal(journal: Path) -> dict[str, dict]:
     return done
 
 
-def _resumed(record: dict | None, item: Published) -> Instance | None:
-    """A journal's record of `item`, when it holds `item`'s data and its references verify to
-    their objectives (else the instance is built again)."""
+def _resumed(record: dict | None, item: Published, index: int, shard: str, spec: ImportSpec) -> Instance | None:
+    """A journal's record of `item`, when it is the record `build_instance` makes (else the
+    instance is built again): everything in it is made again (the heuristic's reference
+    included: deterministic, and a worse one planted in the journal would inflate every Quality
+    Ratio) but the exact solve, whose answer must verify to its objective and be no worse than the
+    heuristic's. Its proof is taken as the journal says (only CP-SAT could say it again), as a
+    resumed `generate` takes its exact references (`Task.mismatch`)."""
     if record is None:
         return None
     try:
         inst = Instance.from_record(record)
-        task = get_task(item.task)
         if inst.hash != content_hash(item.task, item.data) or inst.data != item.data:
-            return None
-        for source in ("heuristic", "optimal"):
-            made = inst.reference.get(source)
-            if made is not None and task.verifier.check(item.data, made["solution"]) != (made["objective"], []):
+            return None  # another instance: cheap to tell before the heuristic runs
+        task, found, proven = get_task(item.task), None, False
+        if spec.optimal:
+            solved = inst.reference["optimal"]
+            if set(solved) != {"objective", "solution", "proven"} or not isinstance(solved["proven"], bool):
                 return None
-    except Exception:  # noqa: BLE001 - a damaged journal line is built again, never trusted
+            found, proven = task._reference(item.data, solved["solution"]), solved["proven"]
+        heuristic = _heuristic_reference(item, task)
+        if found is not None and task.is_better(heuristic["objective"], found["objective"]):
+            return None
+        made = _assemble(item, index, shard, task, heuristic, found, proven, None)
+    except Exception:  # noqa: BLE001 - a damaged or edited journal line is built again, never trusted
         return None
-    return inst
+    return made if canonical_json(made.to_record()) == canonical_json(record) else None
 
 
 def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None, complement: bool = False,

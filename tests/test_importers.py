@@ -186,6 +186,58 @@ def test_an_interrupted_import_resumes_its_finished_instances(tmp_path: Path, mo
     assert not (tmp_path / ".ds.mmnp-import.jsonl").exists()
 
 
+@pytest.mark.parametrize("edit", ["heuristic", "optimal", "unsolved"])
+def test_a_resumed_import_builds_again_what_an_edited_journal_says(tmp_path: Path, monkeypatch, edit):
+    """The journal lies beside --out, where anyone can edit it: a worse, still feasible, tour as
+    the heuristic's reference would lower the Quality Ratio's reference for every model (a worse
+    exact answer would pass as the best known, a heuristic-only record as exactly solved). Each
+    such line is built again, so the resumed dataset is the straight import's, to the bytes."""
+    import mmnp.importers as importers
+
+    tsp = tmp_path / "sq.tsp"
+    tsp.write_text(SQUARE)
+    straight = import_files("tsplib", [tsp], tmp_path / "straight", images=False, time_limit=1.0)
+    real = importers.build_instance
+    monkeypatch.setattr(importers, "write_whole_folder", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):  # killed with its one instance journalled, before the dataset is written
+        import_files("tsplib", [tsp], tmp_path / "ds", images=False, time_limit=1.0)
+    monkeypatch.undo()
+    journal = tmp_path / ".ds.mmnp-import.jsonl"
+    entry = json.loads(journal.read_text())
+    reference, worse = entry["record"]["reference"], [0, 2, 1, 3, 4]  # a crossing tour, feasible
+    worse_length, _ = get_task("tsp").verifier.check(entry["record"]["instance"], worse)
+    assert worse_length > reference["heuristic"]["objective"]
+    if edit == "unsolved":
+        reference["optimal"] = None
+    else:
+        reference[edit] = {**reference[edit], "solution": worse, "objective": worse_length}
+    journal.write_text(json.dumps(entry) + "\n")
+    built = []
+    monkeypatch.setattr(importers, "build_instance", lambda item, *args: built.append(item.name) or real(item, *args))
+    resumed = import_files("tsplib", [tsp], tmp_path / "ds", images=False, time_limit=1.0)
+    assert built == ["square5"]  # built again, not taken from the journal
+    assert resumed["references_hash"] == straight["references_hash"]
+    [inst] = load_dataset(tmp_path / "ds")
+    assert inst.reference["heuristic"]["objective"] < worse_length
+
+
+def test_a_resumed_import_keeps_an_unedited_journal_line_without_solving_again(tmp_path: Path, monkeypatch):
+    """The other side of the check above: a line as `build_instance` wrote it is taken (the exact
+    solve, the costly part, is not run again)."""
+    import mmnp.importers as importers
+    from mmnp.task import Task
+
+    tsp = tmp_path / "sq.tsp"
+    tsp.write_text(SQUARE)
+    inst = importers.build_instance(importers.read_file("tsplib", tsp), 0, "tsplib", True, 1.0)
+    spec = importers.ImportSpec("tsplib", (str(tsp),), images=False, time_limit=1.0)
+    item = importers.read_file("tsplib", tsp)
+    monkeypatch.setattr(Task, "best_known", lambda *a: pytest.fail("the exact solve ran again"))
+    record = json.loads(json.dumps(inst.to_record()))  # as the journal holds it
+    assert importers._resumed(record, item, 0, "tsplib", spec) == inst
+    assert importers._resumed(record, item, 1, "tsplib", spec) is None  # another place: another id
+
+
 def test_dimacs_import_needs_a_graph_task(tmp_path: Path):
     graph = tmp_path / "g.col"
     graph.write_text("p edge 3 3\ne 1 2\ne 2 3\ne 1 3\n")
