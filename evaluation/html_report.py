@@ -109,7 +109,7 @@ class _Plotter:
 
 def _label(text: str) -> str:
     """A name from results.json drawn literally ($ would start matplotlib's math mode)."""
-    text = text if len(text) <= 60 else text[:57] + "..."
+    text = text if len(text) <= 100 else text[:97] + "..."
     return text.replace("$", r"\$")
 
 
@@ -131,8 +131,8 @@ class _Series:
 def _plots(board: Board, ranking: Ranking, p: _Plotter) -> list[tuple[str, str]]:
     """(title, inline SVG) of one ranking's plots: SR/QR per category, by difficulty, by picture kind,
     pass@k and, per task evaluated at several levels, SR and QR against level."""
-    series = [_Series(_label(f"{run.label} [{m}]"), f"C{i % 10}", m, metrics)
-              for i, (run, m, metrics, _) in enumerate(rows(ranking, board.modality))]
+    series = [_Series(_label(f"{name} [{m}]"), f"C{i % 10}", m, metrics)  # the name with its marks
+              for i, (_, m, metrics, name) in enumerate(rows(ranking, board.modality))]
     if not series:
         return []
     plots = [("SR and QR per category", _category_plot(series, p)), ("QR by difficulty", _difficulty_plot(series, p))]

@@ -17,6 +17,8 @@ from typing import Iterator
 
 from mmnp.evaluation.runs import Dataset, Protocol, Run
 
+ANSWERS_UNCHECKED = "answers not verified: data not at hand"  # the mark of a run counted on its stored verdicts
+
 
 @dataclass
 class Ranking:
@@ -126,8 +128,11 @@ def _check_coverage(runs: list[Run]) -> None:
 
 
 def marks(run: Run, modality: str | None = None) -> list[str]:
-    """What a row of the run says beside its name: unverified, incomplete, images not shown to reach the model."""
-    found = [f"UNVERIFIED: {run.unverified}" if run.unverified else None, run.incomplete(),
+    """What a row of the run says beside its name: unverified, answers not verified again (its data not at
+    hand: its numbers are what the verdicts samples.jsonl stores give, which an edit made consistent would
+    pass), incomplete, images not shown to reach the model."""
+    found = [f"UNVERIFIED: {run.unverified}" if run.unverified else None,
+             ANSWERS_UNCHECKED if run.verified == "samples" else None, run.incomplete(),
              run.image_warning() if modality == "image" else None]
     return [mark for mark in found if mark]
 
@@ -137,4 +142,9 @@ def rows(ranking: Ranking, modality: str | None) -> Iterator[tuple[Run, str, dic
     for run in ranking.runs:
         for m in run.modalities():
             if modality is None or m == modality:
-                yield run, m, run.results["metrics"][m], run.label + "".join(f" ({mark})" for mark in marks(run, m))
+                yield run, m, run.results["metrics"][m], marked(run, m)
+
+
+def marked(run: Run, modality: str | None = None) -> str:
+    """The run's name as every row showing its numbers gives it: its label and its marks."""
+    return run.label + "".join(f" ({mark})" for mark in marks(run, modality))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from mmnp.core import CATEGORIES
 from mmnp.evaluation.metrics import STDERR, level_key
-from mmnp.evaluation.ranking import Board, Ranking, marks, rows
+from mmnp.evaluation.ranking import Board, Ranking, marked, rows
 from mmnp.evaluation.runs import Run, cap, text_of
 from mmnp.evaluation.schema import PROBE
 
@@ -230,8 +230,7 @@ def probe_frame(ranking: Ranking, se: str | None = None) -> pd.DataFrame:
             pick = (lambda block: block.get("overall")) if task == "overall" else (
                 lambda block: (block.get("tasks") or {}).get(task))
             t, i, p = pick(text), pick(image), pick(probe)
-            row = {**_row_start(run, run.label + "".join(f" ({mark})" for mark in marks(run)), None,
-                                ranking.dataset is None), "task": task}
+            row = {**_row_start(run, marked(run), None, ranking.dataset is None), "task": task}
             row.update(_cells(t, "sr", "text SR", se))
             row.update(_cells(t, "qr", "text QR", se))
             row.update(_cells(i, "sr", "image SR", se))
@@ -316,7 +315,7 @@ def rounds_frame(ranking: Ranking, modality: str | None) -> pd.DataFrame:
             rounds = ((run.results["metrics"].get(m) or {}).get("overall") or {}).get("rounds")
             if not isinstance(rounds, dict):
                 continue
-            row = _row_start(run, run.label, m, ranking.dataset is None)
+            row = _row_start(run, marked(run, m), m, ranking.dataset is None)
             for r in sorted(rounds, key=int):
                 row[f"SR round {r}"] = _pct(rounds[r].get("sr"))
                 row[f"QR round {r}"] = _pct(rounds[r].get("qr"))
@@ -355,12 +354,12 @@ def csv_board(board: Board, stderr: bool) -> str:
                     for scope in ("overall", "macro", "task", "difficulty", "task_difficulty")]
             image = run.results["metrics"].get("image") or {}
             if board.modality in (None, "image") and image.get("picture_kinds"):
-                ours.append(_frame([_detail_row({"model": run.label, "modality": "image", "name": kind + (
+                ours.append(_frame([_detail_row({"model": marked(run, "image"), "modality": "image", "name": kind + (
                     "" if scope == "overall" else f"/{scope}"), "scope": "picture_kind"}, g, "column" if stderr else None)
                     for scope, _, split in _kind_scopes(image) for kind, g in split.items() if g is not None]))
             probe = run.probe() if board.modality is None else None
             if probe:
-                ours.append(_frame([{"model": run.label, "modality": PROBE, "name": name, "scope": "probe",
+                ours.append(_frame([{"model": marked(run), "modality": PROBE, "name": name, "scope": "probe",
                                            "recognition": _pct(p["recognition_accuracy"]),
                                            "field F1": _pct(p["field_f1"]), "instances": p.get("instances", "")}
                                           for name, p in [("overall", probe["overall"]),

@@ -196,6 +196,43 @@ def merge(
     _print_written(manifest, out)
 
 
+@app.command()
+@user_errors
+def audit(
+    data: Path = typer.Argument(..., help="A dataset folder written by `mmnp generate` or `mmnp merge`."),
+    sample: Optional[int] = typer.Option(None, help="Instances to make again, chosen at random by --seed "
+                                                    "[default: every one]."),
+    seed: int = typer.Option(0, help="Which instances --sample chooses."),
+    workers: int = typer.Option(0, help="Worker processes; 0 = all cores."),
+) -> None:
+    """Make instances of a dataset again in full, exact solve included, and compare them byte for byte.
+
+    What a resumed run or a merge takes as written (an exact answer's proof, its bound, the solver's work)
+    is checked here: for data made elsewhere (parts from other machines, a download). Exits 1 on a difference."""
+    from mmnp.generation import plan_audit, run_audit
+
+    if sample is not None and sample < 1:
+        raise UsageError(f"--sample must be 1 or more, got {sample}")
+    if workers < 0:
+        raise UsageError(f"--workers must be 0 (all cores) or more, got {workers}")
+    audit = plan_audit(data, sample, seed=seed)  # refusals before any work
+    with progress_bar() as bar:
+        job = bar.add_task("making again", total=len(audit.jobs), rate="")
+        made, problems = run_audit(audit, workers or os.cpu_count() or 1,
+                                   lambda done, total: bar.update(job, completed=done, total=total))
+    for line in problems:
+        console.print(f"[red]differs[/] {escape(line)}", highlight=False)
+    how = "exact solves included" if audit.spec.optimal else "no exact references (--no-optimal)"
+    if problems:
+        console.print(f"[red]{len(problems)} of {len(made)} instances made again ({how}) differ from "
+                      f"{escape(str(data))}[/]: they were edited after they were made, or made by other code; "
+                      "regenerate it (`mmnp generate` with its manifest's arguments) or take it from its maker again",
+                      highlight=False)
+        raise typer.Exit(1)
+    console.print(f"[green]{len(made)} instances made again ({how}): identical to {escape(str(data))}[/]",
+                  highlight=False)
+
+
 @app.command("tasks")
 def list_tasks_command(as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
                        levels: bool = typer.Option(False, "--levels", help="Show each task's level ladder L1..L10."),

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator
 from mmnp.core import Instance, is_objective
 from mmnp.errors import DataError, UsageError
 from mmnp.files import atomic_write
-from mmnp.generation import IN_PROGRESS, LOG, GenerateSpec, generate_dataset, merge_parts, parse_part
+from mmnp.generation import IN_PROGRESS, LOG, GenerateSpec, audit_dataset, generate_dataset, merge_parts, parse_part
 from mmnp.integrity import (
     FORMAT_VERSION,
     MANIFEST,

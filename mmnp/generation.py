@@ -478,6 +478,129 @@ def _start(out: Path, wanted: dict, manifest: dict | None, salvaged: dict[str, t
     return state
 
 
+@dataclass(frozen=True)
+class Audit:
+    """What `mmnp audit` makes again: the dataset (checked against its manifest), its arguments and
+    the jobs of the instances chosen."""
+
+    dataset: Any  # mmnp.dataset.Dataset
+    spec: GenerateSpec
+    jobs: list[tuple]
+
+
+def plan_audit(data: str | Path, sample: int | None = None, *, seed: int = 0) -> Audit:
+    """The audit of `sample` instances of a generated dataset (chosen at random by `seed`; None:
+    every one), refused before any work where it cannot be decisive: not a finished dataset (a
+    --shard part: merge first), an imported one (no seed makes its instances), or one made with
+    another mmnp, OR-Tools, task or picture version than this (its instances may differ for that alone)."""
+    from random import Random
+
+    from mmnp import __version__
+    from mmnp.dataset import open_dataset
+    from mmnp.task import PICTURE_VERSION
+
+    data = Path(data)
+    if not data.is_dir():
+        raise UsageError(f"{data} is not a folder; `mmnp audit` takes a dataset folder written by `mmnp generate` "
+                         "or `mmnp merge`")
+    if not (data / MANIFEST).exists() and (state := _read_state(data)) is not None:
+        raise UsageError(f"{data} is {'a --shard part' if state.get('part') else 'an unfinished generation'}: "
+                         + ("merge its parts (`mmnp merge PARTS... --out DIR`), then audit DIR" if state.get("part")
+                            else "finish it (rerun its `mmnp generate` command), then audit it"))
+    dataset = open_dataset(data)  # the content against its manifest first: an edit there is refused now
+    manifest, where = dataset.manifest, data / MANIFEST
+    arguments = manifest["arguments"]
+    if "import" in arguments:
+        raise UsageError(f"{where}: an imported dataset (`mmnp import {arguments['import']}`), whose instances are "
+                         "not made from a seed; import its files again and compare the two manifests' hashes")
+    spec = GenerateSpec.from_json(arguments)
+    made_with = {"mmnp": manifest.get("mmnp_version"), "OR-Tools": manifest.get("ortools_version"),
+                 "pictures": manifest.get("picture_version"), **manifest["task_versions"]}
+    here = {"mmnp": __version__, "OR-Tools": ortools_version() if spec.optimal else None,
+            "pictures": PICTURE_VERSION, **task_versions(manifest["task_versions"])}
+    if not spec.images:
+        made_with.pop("pictures"), here.pop("pictures")
+    if differ := [name for name in made_with if made_with[name] != here[name]]:
+        said = lambda versions: ", ".join(f"{n} {versions[n] or 'none'}" for n in differ)  # noqa: E731
+        raise UsageError(f"{where}: made with {said(made_with)}, this is {said(here)}: its instances may differ for "
+                         "that alone; audit it where the versions it was made with are installed")
+    jobs = jobs_of(spec)
+    if sample is not None and sample < len(jobs):
+        jobs = [jobs[i] for i in sorted(Random(seed).sample(range(len(jobs)), sample))]
+    return Audit(dataset, spec, jobs)
+
+
+def run_audit(audit: Audit, workers: int = 1, progress: Callable[[int, int], None] | None = None,
+              ) -> tuple[list[str], list[str]]:
+    """Make the audit's instances again in full, the exact solve included, and compare each with its
+    record line, its picture file and the picture digest the manifest lists, byte for byte: (the ids
+    made again, one line per instance that differs, naming what differs). A resumed run or a merge
+    checks kept instances cheaply and takes what only CP-SAT could say again as written (an exact
+    answer's proof, its bound, the solver's work: `Task.mismatch`); this is the check of those, for
+    data made elsewhere (parts from other machines, a download), short of generating it all again."""
+    from mmnp.dataset import image_path
+
+    dataset = audit.dataset
+    stored = {digest.id: line for shard in dataset.shards() for line, digest in dataset._lines[shard]}
+    made, problems = [], []
+    for id, line, png in _run(audit.jobs, workers, "process", None):
+        made.append(id)
+        found = _audit_difference(stored.get(id), line)
+        if png is not None:
+            try:
+                on_disk = image_path(dataset.path, image_name(id)).read_bytes()
+            except (OSError, DataError):
+                on_disk = None
+            if on_disk != png or hashlib.sha256(png).hexdigest() != dataset._pngs.get(id):
+                found.append("its picture" if on_disk is not None else "its picture (its file cannot be read)")
+        if found:
+            problems.append(f"{id}: {'; '.join(found)}")
+        if progress is not None:
+            progress(len(made), len(audit.jobs))
+    return sorted(made), sorted(problems)
+
+
+def audit_dataset(data: str | Path, sample: int | None = None, *, seed: int = 0, workers: int = 1,
+                  progress: Callable[[int, int], None] | None = None) -> tuple[list[str], list[str]]:
+    """`plan_audit` then `run_audit`: (the ids made again, one line per instance that differs)."""
+    return run_audit(plan_audit(data, sample, seed=seed), workers, progress)
+
+
+def _audit_difference(stored: bytes | None, made: bytes) -> list[str]:
+    """What differs between a stored record line and the one made again, member by member (a
+    reference by source and field: `its optimal reference's proven (stored false, made again true)`)."""
+    if stored is None:
+        return ["not in the dataset"]
+    if stored == made:
+        return []
+    old, new = json.loads(stored), json.loads(made)
+    shown = lambda value: _cut(json.dumps(value, ensure_ascii=False))  # noqa: E731
+    out = []
+    for key in dict.fromkeys([*new, *old]):
+        was, now = old.get(key), new.get(key)
+        if was == now:
+            continue
+        if key not in ("reference", "hardness") or not isinstance(was, dict) or not isinstance(now, dict):
+            out.append(f"its {key}")
+            continue
+        for part in dict.fromkeys([*now, *was]):
+            if was.get(part) == now.get(part):
+                continue
+            if key == "hardness":
+                out.append(f"its hardness's {part} (stored {shown(was.get(part))}, made again {shown(now.get(part))})")
+            elif isinstance(was.get(part), dict) and isinstance(now.get(part), dict):
+                out.extend(f"its {part} reference's {field} (stored {shown(was[part].get(field))}, made again "
+                           f"{shown(now[part].get(field))})" for field in dict.fromkeys([*now[part], *was[part]])
+                           if was[part].get(field) != now[part].get(field))
+            else:
+                out.append(f"its {part} reference (stored {shown(was.get(part))}, made again {shown(now.get(part))})")
+    return out or ["its record's spelling"]
+
+
+def _cut(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
 def merge_parts(out: str | Path, parts: list[str | Path], *, notify: Notify | None = None,
                 progress: Progress | None = None) -> dict:
     """One dataset from the finished parts 1..N of a `--shard K/N` generation: the same bytes and

@@ -53,19 +53,40 @@ def task_files(package: str, group: str, task_fields: Callable[[Task], dict[str,
 
 def write_task_folder(files: dict[str, str], group: str) -> Path:
     """The folder holding `files`, under `cache_root()`, named by their digest: written once (whole,
-    through a temporary sibling and a rename), then reused by every run with the same tasks."""
+    through a temporary sibling and a rename), then reused by every run with the same tasks while it
+    holds exactly `files` (a few KB, compared on each use: a folder edited since, its YAML naming
+    other data or its utils.py other scoring, is replaced whole, never trusted by its name). The
+    bytecode Python caches beside utils.py is removed on each use: the harnesses would run a cached
+    .pyc whose header still matches the source, whatever its body says."""
     digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
     folder = cache_root() / f"{group}-{digest}"
-    if folder.is_dir():
+    if _holds(folder, files):
+        shutil.rmtree(folder / "__pycache__", ignore_errors=True)
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         for name, text in files.items():
             (staging / name).write_text(text)
+        if (folder.exists() or folder.is_symlink()) and not _holds(folder, files):
+            # edited or damaged since it was written (a file or a link there too): moved aside whole, then removed
+            stale = Path(tempfile.mkdtemp(prefix=f".{folder.name}.stale.", dir=folder.parent))
+            os.replace(folder, stale / "old")
+            shutil.rmtree(stale, ignore_errors=True)
         os.replace(staging, folder)
     except OSError:
         shutil.rmtree(staging, ignore_errors=True)
-        if not folder.is_dir():  # not a concurrent writer's finished copy: a real failure
+        if not _holds(folder, files):  # not a concurrent writer's finished copy: a real failure
             raise
     return folder
+
+
+def _holds(folder: Path, files: dict[str, str]) -> bool:
+    """Whether `folder` is a directory (not a link) holding exactly `files`, byte for byte (nothing
+    missing, changed or added; the `__pycache__` Python writes beside an imported utils.py aside)."""
+    try:
+        return folder.is_dir() and not folder.is_symlink() and \
+            {p.name for p in folder.iterdir()} - {"__pycache__"} == set(files) and all(
+                (folder / name).read_text() == text for name, text in files.items())
+    except (OSError, UnicodeDecodeError):
+        return False

@@ -7,6 +7,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from mmnp.dataset import (
     LOG,
     PRESETS,
     GenerateSpec,
+    audit_dataset,
     find_instance,
     generate_dataset,
     load_dataset,
@@ -376,6 +378,70 @@ def test_an_edited_part_is_generated_again_never_merged(tmp_path, edit):
     merge_parts(tmp_path / "merged", parts)
     assert _tree(tmp_path / "merged") == _tree(straight)
 
+
+
+def _unproven(record: dict, png: str) -> None:
+    """The proof dropped (with its hardness entry, so the record agrees with itself): what only
+    CP-SAT can say again, so the cheap check of a kept line takes it as written."""
+    record["reference"]["optimal"]["proven"] = False
+    record["hardness"]["proven"] = False
+
+
+def _harder(record: dict, png: str) -> None:
+    record["hardness"]["deterministic_time"] = record["hardness"]["deterministic_time"] * 10 + 1
+
+
+def test_audit_makes_instances_again_and_finds_what_a_merge_takes_as_written(tmp_path):
+    """Parts made elsewhere, one with its exact reference's proof dropped and another with the solver's
+    work inflated (both agreeing with the rest of their records): the merge takes them as written
+    (`Task.mismatch` does not solve again); `mmnp audit` makes the instances again, the exact solve
+    included, names both and exits 1, and passes the straight run's dataset."""
+    straight = tmp_path / "straight"
+    assert runner.invoke(app, ["generate", *PARTS, "--out", str(straight)]).exit_code == 0
+    parts = [tmp_path / f"part{k}" for k in (1, 2)]
+    for k, part in enumerate(parts, 1):
+        assert runner.invoke(app, ["generate", *PARTS, "--shard", f"{k}/2", "--out", str(part)]).exit_code == 0
+    _edit_logged(parts[0] / LOG, 1, _unproven)  # part 1's first line: knapsack-easy-0000
+    _edit_logged(parts[1] / LOG, 1, _harder)  # part 2's first: knapsack-easy-0001
+    merge_parts(tmp_path / "merged", parts)
+    result = runner.invoke(app, ["audit", str(tmp_path / "merged"), "--workers", "1"])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert "knapsack-easy-0000: its optimal reference's proven (stored false, made again true); its hardness's " \
+           "proven (stored false, made again true)" in said
+    assert "knapsack-easy-0001: its hardness's deterministic_time (stored " in said
+    assert "2 of 6 instances made again (exact solves included) differ" in said
+    made, problems = audit_dataset(tmp_path / "merged", 2, seed=1)
+    assert len(made) == 2 and [p.split(":")[0] for p in problems] == [i for i in made if i in (
+        "knapsack-easy-0000", "knapsack-easy-0001")]  # a seeded sample, checked the same way
+    result = runner.invoke(app, ["audit", str(straight), "--workers", "2"])
+    assert result.exit_code == 0 and "6 instances made again (exact solves included): identical" in \
+        " ".join(result.output.split()), result.output
+    swapped = tmp_path / "swapped"  # a picture file replaced by another instance's: no reader opened it yet
+    shutil.copytree(straight, swapped)
+    shutil.copy(swapped / image_name("tsp-easy-0000"), swapped / image_name("tsp-easy-0001"))
+    assert audit_dataset(swapped, workers=2)[1] == ["tsp-easy-0001: its picture"]
+    with pytest.raises(UsageError, match=r"part1 is a --shard part: merge its parts \(`mmnp merge"):
+        audit_dataset(parts[0])
+
+
+def test_audit_refuses_what_it_cannot_make_again(tmp_path, monkeypatch):
+    """An imported dataset has no seed to make it from, and another OR-Tools would make other exact
+    references: each refused with one line saying so, not reported as edits."""
+    from mmnp import generation
+
+    tsp = tmp_path / "sq.tsp"
+    tsp.write_text("NAME : sq\nTYPE : TSP\nDIMENSION : 4\nEDGE_WEIGHT_TYPE : EUC_2D\nNODE_COORD_SECTION\n"
+                   "1 0 0\n2 3 0\n3 3 4\n4 0 4\nEOF\n")
+    assert runner.invoke(app, ["import", "tsplib", str(tsp), "--out", str(tmp_path / "imported"),
+                               "--no-images"]).exit_code == 0
+    with pytest.raises(UsageError, match=r"an imported dataset \(`mmnp import tsplib`\).*import its files again"):
+        audit_dataset(tmp_path / "imported")
+    made = tmp_path / "made"
+    assert runner.invoke(app, ["generate", *PARTS, "--out", str(made), "--no-images"]).exit_code == 0
+    monkeypatch.setattr(generation, "ortools_version", lambda: "0.0.1")
+    with pytest.raises(UsageError, match=r"made with OR-Tools [0-9.]+, this is OR-Tools 0.0.1: .*audit it where"):
+        audit_dataset(made)
 
 ODD_REFERENCES = [None, [1, 2], "text", {}, {"heuristic": None, "optimal": None},
                   {"heuristic": {"objective": 1}, "optimal": None},

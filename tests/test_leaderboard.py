@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from mmnp.cli import app
 from mmnp.errors import DataError, RunError, UsageError
 from mmnp.evaluation.leaderboard import make_leaderboard, render_csv, render_html, render_markdown
+from mmnp.evaluation.ranking import ANSWERS_UNCHECKED
 from mmnp.evaluation.runs import Run, collect
 
 HOSTILE_MODEL = '<img src=x onerror="document.title=\'pwned\'">$\\frac$'
@@ -27,6 +28,11 @@ HOSTILE_RESPONSE = '<script>document.title="pwned"</script>Answer: [0, 1]'
 OTHER_HASH = "f" * 64
 runner = CliRunner()
 
+
+
+def _unchecked(model: str) -> str:
+    """The model cell of a run counted on its stored verdicts, its data not at hand."""
+    return f"{model} ({ANSWERS_UNCHECKED})"
 
 def _eval(model: str, data: Path, out: Path, *extra: str) -> None:
     result = runner.invoke(app, ["eval", "--model", model, "--data", str(data), "--difficulty", "easy,medium",
@@ -148,14 +154,14 @@ def test_runs_on_different_datasets_are_ranked_apart_unless_mixed(results_dir, t
     benchmark = _results(results_dir / "solver_heuristic")["dataset"]["benchmark_hash"]
     ours, theirs = (next(text for head, text in sections.items() if h in head) for h in (benchmark, OTHER_HASH))
     assert {r["model"] for r in _table(ours, "Leaderboard")} == {"solver:heuristic"}
-    assert {r["model"] for r in _table(theirs, "Leaderboard")} == {"solver:random"}
+    assert {r["model"] for r in _table(theirs, "Leaderboard")} == {_unchecked("solver:random")}  # its data: not here
 
     mixed = make_leaderboard(paths, mix_datasets=True)
     (head, text), = _sections(mixed).items()
     assert head.startswith("MIXED datasets")
     rows = _table(text, "Leaderboard")
     assert {(r["model"], r["dataset"][:12]) for r in rows} == {("solver:heuristic", benchmark[:12]),
-                                                               ("solver:random", OTHER_HASH[:12])}
+                                                               (_unchecked("solver:random"), OTHER_HASH[:12])}
     assert [r["model"] for r in rows][0] == "solver:heuristic"  # one ranking, best Overall QR first
 
 
@@ -170,7 +176,7 @@ def test_runs_with_other_references_are_ranked_apart(results_dir, tmp_path):
     assert len(sections) == 2
     for digest, model in (("a" * 64, "solver:heuristic"), ("b" * 64, "solver:random")):
         head = next(h for h in sections if f"references hash {digest} · best of 3 samples" in h)
-        assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {model}
+        assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {_unchecked(model)}
 
 
 def test_modified_data_is_marked_with_its_own_content_hash(results_dir, tmp_path):
@@ -185,7 +191,7 @@ def test_modified_data_is_marked_with_its_own_content_hash(results_dir, tmp_path
     sections = _sections(md)
     head = next(h for h in sections if "MODIFIED" in h)
     assert f"content hash {content}, references hash {'a' * 64}" in head and "benchmark hash" not in head
-    assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {"solver:heuristic"}
+    assert {r["model"] for r in _table(sections[head], "Leaderboard")} == {_unchecked("solver:heuristic")}
     plain = next(text for h, text in sections.items() if h != head)
     assert {r["model"] for r in _table(plain, "Leaderboard")} == {"solver:random"}  # never under the canonical hash
     page = make_leaderboard([edited], format="csv")
@@ -334,7 +340,8 @@ def test_older_results_are_read_and_marked(results_dir, tmp_path):
     assert "Note: written by an older mmnp that did not record whether the data was checked" in known
     unknown = next(text for head, text in sections.items()
                    if head.startswith("unknown dataset (its results.json records no benchmark hash) · "))
-    assert {r["model"] for r in _table(unknown, "Leaderboard") if r["modality"] == "text"} == {"solver:random"}
+    assert {r["model"] for r in _table(unknown, "Leaderboard") if r["modality"] == "text"} == {
+        _unchecked("solver:random")}
     task_row = next(r for r in _table(known, "By task") if r["model"] == "solver:random" and r["task"] == "tsp")
     assert task_row["QR"].endswith(" ± n/a")  # no standard error recorded: none invented
 
@@ -855,7 +862,7 @@ def test_a_few_instances_cannot_pass_for_the_whole_dataset(results_dir, small_da
     away, full = (_variant(src, tmp_path, name, moved) for src, name in ((forged, "away"),
                                                                         (results_dir / "solver_random", "full")))
     md = make_leaderboard([away, full])
-    assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:random"}
+    assert {r["model"] for r in _table(md, "Leaderboard")} == {_unchecked("solver:random")}
     assert f"left out solver:heuristic ({away}): {away}: its samples answer 2 instances, {full} answers 40" in md
     assert f"answers not verified again, their data not being at hand: solver:random (its dataset {tmp_path / 'moved'} " \
            "is not there)" in md
@@ -1037,6 +1044,24 @@ def test_samples_made_on_other_data_are_shown_with_the_numbers_they_earn(little,
     assert (row["Overall SR"], row["Overall QR"]) == (_pct(earned["sr"]), _pct(earned["qr"]))
 
 
+def _forged_with_honest_verdicts(data: Path, tmp_path: Path, modalities: tuple[str, ...]) -> tuple[Path, Path, dict]:
+    """solver:heuristic's run on `data`, and solver:random's with the heuristic's verdicts in its samples and
+    the results its samples then give, by mmnp's own code (not yet written: the caller edits them first)."""
+    from mmnp.dataset import select_instances
+    from mmnp.evaluation.runner import VERDICT_FIELDS, EvalConfig, compute_results
+    from mmnp.samplelog import SampleLog
+
+    common = ["--data", str(data), "--modality", "both" if len(modalities) > 1 else modalities[0], "--samples", "1"]
+    honest = _run(tmp_path / "honest", "--model", "solver:heuristic", *common)
+    forged = _run(tmp_path / "forged", "--model", "solver:random", *common)
+    verdicts = {r["key"]: r for r in map(json.loads, (honest / "samples.jsonl").read_text().splitlines())}
+    _edit_samples(forged, lambda r: r.update({name: verdicts[r["key"]][name] for name in VERDICT_FIELDS}))
+    results = _results(forged)
+    results.update(compute_results(SampleLog(forged / "samples.jsonl"), select_instances(
+        "knapsack,tsp", ["easy", "medium"], data=data).instances, EvalConfig("solver:random", modalities, 1)))
+    return honest, forged, results
+
+
 @pytest.mark.parametrize("dodge", [
     lambda r, gone: r["dataset"].update(path=str(gone)),
     lambda r, gone: r["dataset"].update(path="hf://someone/mmnp-data"),
@@ -1046,20 +1071,33 @@ def test_a_forged_run_cannot_dodge_its_data_by_its_dataset_path_or_template(litt
     """solver:random's answers with solver:heuristic's verdicts, results.json recomputed from them by mmnp's own
     code, its data named where it is not (or its messages template another): data of the same hashes, opened
     for another run on the board, verifies its answers all the same."""
-    from mmnp.dataset import select_instances
-    from mmnp.evaluation.runner import VERDICT_FIELDS, EvalConfig, compute_results
-    from mmnp.samplelog import SampleLog
-
-    common = ["--data", str(little), "--modality", "text", "--samples", "1"]
-    honest = _run(tmp_path / "honest", "--model", "solver:heuristic", *common)
-    forged = _run(tmp_path / "forged", "--model", "solver:random", *common)
-    verdicts = {r["key"]: r for r in map(json.loads, (honest / "samples.jsonl").read_text().splitlines())}
-    _edit_samples(forged, lambda r: r.update({name: verdicts[r["key"]][name] for name in VERDICT_FIELDS}))
-    results = _results(forged)
-    results.update(compute_results(SampleLog(forged / "samples.jsonl"), select_instances(
-        "knapsack,tsp", ["easy", "medium"], data=little).instances, EvalConfig("solver:random", ("text",), 1)))
+    honest, forged, results = _forged_with_honest_verdicts(little, tmp_path, ("text",))
     dodge(results, tmp_path / "gone")
     (forged / "results.json").write_text(json.dumps(results))
     md = make_leaderboard([forged, honest])
     assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:heuristic"}
     assert f"left out solver:random ({forged}): {forged / 'samples.jsonl'}: sample " in md and " records " in md
+
+
+def test_a_run_counted_on_its_stored_verdicts_alone_says_so_on_every_row(little, tmp_path):
+    """solver:random's answers with solver:heuristic's verdicts and results.json recomputed from them, its data
+    moved away and no run on the same data beside it: nothing can verify its answers, so every row that shows
+    its numbers (markdown, CSV, HTML) says that they are its stored verdicts' and not verified; the honest
+    run's rows, verified on its data, say nothing of the kind."""
+    data = tmp_path / "data"
+    shutil.copytree(little, data)
+    honest, forged, results = _forged_with_honest_verdicts(data, tmp_path, ("text", "image"))
+    (forged / "results.json").write_text(json.dumps(results))
+    assert make_leaderboard([forged, honest]).count(ANSWERS_UNCHECKED) == 0  # its data here: left out instead
+    data.rename(tmp_path / "moved")
+    md = make_leaderboard([forged])
+    row = next(r for r in _table(md, "Leaderboard") if r["modality"] == "text")
+    assert row["model"] == _unchecked("solver:random") and row["Overall SR"] == _pct(results["metrics"]["text"][
+        "overall"]["sr"])  # the forged numbers, shown only as what they are
+    assert all(r["model"].startswith(_unchecked("solver:random")) for r in _table(md, "By task"))
+    rows = list(csv.DictReader(io.StringIO(make_leaderboard([forged], format="csv"))))
+    assert {r["scope"] for r in rows} >= {"overall", "task", "picture_kind"}  # the picture kinds' rows too
+    assert all(r["model"].startswith(_unchecked("solver:random")) for r in rows)
+    html = make_leaderboard([forged], format="html", out=tmp_path / "board.html") or \
+        (tmp_path / "board.html").read_text()
+    assert ANSWERS_UNCHECKED in html

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -180,6 +181,41 @@ def test_task_folders_follow_the_registry_plug_in_tasks_included(tmp_path):
     assert image == Path(include_path("mmnp.lmms_eval_tasks", "--data", "x/y"))  # written once, then reused
     assert yaml.safe_load((image / "_template_yaml").read_text().replace("!function", ""))["dataset_path"] == "x/y"
 
+
+
+def test_a_task_folder_edited_in_the_cache_is_written_again(tmp_path, monkeypatch):
+    """The folder is found by the digest of what it should hold, so an edit does not move it: a task
+    YAML pointed at other data, a utils.py scoring otherwise, an added task file would be read by
+    every later run. It is compared on each use and replaced whole; an untouched one is kept."""
+    from mmnp.harness import write_task_folder
+
+    monkeypatch.setenv("MMNP_CACHE", str(tmp_path / "cache"))
+    files = {"_template_yaml": "dataset_path: ours\n", "utils.py": "SCORE = 1\n"}
+    folder = write_task_folder(files, "mmnp_text")
+    (folder / "__pycache__").mkdir()  # what importing its utils.py leaves: not an edit ...
+    (folder / "__pycache__" / "utils.cpython-312.pyc").write_bytes(b"\x00" * 16 + b"other code")
+    kept = (folder / "utils.py").stat().st_ino
+    assert write_task_folder(files, "mmnp_text") == folder and (folder / "utils.py").stat().st_ino == kept
+    assert not (folder / "__pycache__").exists()  # a cached .pyc whose header matches would run, whatever its body
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(folder, elsewhere)
+
+    def linked() -> None:
+        shutil.rmtree(folder)
+        folder.symlink_to(elsewhere)  # the same files, at a place anyone may change later
+
+    def a_file() -> None:
+        shutil.rmtree(folder)
+        folder.write_text("not a folder")
+
+    for edit in (lambda: (folder / "_template_yaml").write_text("dataset_path: theirs\n"),
+                 lambda: (folder / "utils.py").unlink(),
+                 lambda: (folder / "extra.yaml").write_text("task: mmnp_text_tsp\n"), linked, a_file):
+        edit()
+        assert write_task_folder(files, "mmnp_text") == folder
+        assert not folder.is_symlink() and {p.name: p.read_text() for p in folder.iterdir()} == files
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # nothing left beside it
+    assert {p.name for p in elsewhere.iterdir()} == set(files)  # a link's target is not touched
 
 def test_lmms_tasks_refuse_a_split_that_is_not_the_checked_export(small_dataset, tmp_path):
     """The image tasks' `process_docs` runs mmnp's whole export check once, then accepts only rows
