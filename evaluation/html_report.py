@@ -107,9 +107,10 @@ class _Plotter:
         return text[text.index("<svg"):]
 
 
-def _label(text: str) -> str:
-    """A name from results.json drawn literally ($ would start matplotlib's math mode)."""
-    text = text if len(text) <= 100 else text[:97] + "..."
+def _label(text: str, limit: int | None = 60) -> str:
+    """A name from results.json drawn literally ($ would start matplotlib's math mode), cut to `limit`
+    characters (None: whole)."""
+    text = text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
     return text.replace("$", r"\$")
 
 
@@ -131,8 +132,8 @@ class _Series:
 def _plots(board: Board, ranking: Ranking, p: _Plotter) -> list[tuple[str, str]]:
     """(title, inline SVG) of one ranking's plots: SR/QR per category, by difficulty, by picture kind,
     pass@k and, per task evaluated at several levels, SR and QR against level."""
-    series = [_Series(_label(f"{name} [{m}]"), f"C{i % 10}", m, metrics)  # the name with its marks
-              for i, (_, m, metrics, name) in enumerate(rows(ranking, board.modality))]
+    series = [_Series(_label(run.label) + _label(f"{name[len(run.label):]} [{m}]", None), f"C{i % 10}", m, metrics)
+              for i, (run, m, metrics, name) in enumerate(rows(ranking, board.modality))]  # a long name cut, never its marks
     if not series:
         return []
     plots = [("SR and QR per category", _category_plot(series, p)), ("QR by difficulty", _difficulty_plot(series, p))]

@@ -196,6 +196,9 @@ def merge(
     _print_written(manifest, out)
 
 
+AUDIT_DIFFERS = 3  # `mmnp audit`'s exit status when an instance made again differs (DataError: 1, UsageError: 2)
+
+
 @app.command()
 @user_errors
 def audit(
@@ -208,7 +211,8 @@ def audit(
     """Make instances of a dataset again in full, exact solve included, and compare them byte for byte.
 
     What a resumed run or a merge takes as written (an exact answer's proof, its bound, the solver's work)
-    is checked here: for data made elsewhere (parts from other machines, a download). Exits 1 on a difference."""
+    is checked here: for data made elsewhere (parts from other machines, a download). Exits 3 when an instance
+    differs (1: the dataset cannot be read as it is, 2: a usage error)."""
     from mmnp.generation import plan_audit, run_audit
 
     if sample is not None and sample < 1:
@@ -228,7 +232,7 @@ def audit(
                       f"{escape(str(data))}[/]: they were edited after they were made, or made by other code; "
                       "regenerate it (`mmnp generate` with its manifest's arguments) or take it from its maker again",
                       highlight=False)
-        raise typer.Exit(1)
+        raise typer.Exit(AUDIT_DIFFERS)
     console.print(f"[green]{len(made)} instances made again ({how}): identical to {escape(str(data))}[/]",
                   highlight=False)
 

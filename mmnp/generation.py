@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from mmnp.core import canonical_json
 from mmnp.errors import DataError, UsageError
 from mmnp.files import FolderLock, atomic_write, check_writable_inside, inside, remove_temporaries
 from mmnp.integrity import (
@@ -503,7 +504,12 @@ def plan_audit(data: str | Path, sample: int | None = None, *, seed: int = 0) ->
     if not data.is_dir():
         raise UsageError(f"{data} is not a folder; `mmnp audit` takes a dataset folder written by `mmnp generate` "
                          "or `mmnp merge`")
-    if not (data / MANIFEST).exists() and (state := _read_state(data)) is not None:
+    try:
+        state = None if (data / MANIFEST).exists() else _read_state(data)
+    except DataError:
+        raise DataError(f"{data / IN_PROGRESS}: damaged, and {data} has no {MANIFEST}: not a dataset to audit; "
+                        "audit the folder of a finished `mmnp generate` or `mmnp merge`") from None
+    if state is not None:
         raise UsageError(f"{data} is {'a --shard part' if state.get('part') else 'an unfinished generation'}: "
                          + ("merge its parts (`mmnp merge PARTS... --out DIR`), then audit DIR" if state.get("part")
                             else "finish it (rerun its `mmnp generate` command), then audit it"))
@@ -552,7 +558,7 @@ def run_audit(audit: Audit, workers: int = 1, progress: Callable[[int, int], Non
             except (OSError, DataError):
                 on_disk = None
             if on_disk != png or hashlib.sha256(png).hexdigest() != dataset._pngs.get(id):
-                found.append("its picture" if on_disk is not None else "its picture (its file cannot be read)")
+                found.append("its picture file" if on_disk is not None else "its picture file (cannot be read)")
         if found:
             problems.append(f"{id}: {'; '.join(found)}")
         if progress is not None:
@@ -567,34 +573,30 @@ def audit_dataset(data: str | Path, sample: int | None = None, *, seed: int = 0,
 
 
 def _audit_difference(stored: bytes | None, made: bytes) -> list[str]:
-    """What differs between a stored record line and the one made again, member by member (a
-    reference by source and field: `its optimal reference's proven (stored false, made again true)`)."""
+    """What differs between a stored record line and the one made again, member by member, down to
+    the field (`its reference's optimal's proven (stored false, made again true)`); a member absent
+    differs from one that is null, and 1 from true."""
     if stored is None:
         return ["not in the dataset"]
     if stored == made:
         return []
-    old, new = json.loads(stored), json.loads(made)
-    shown = lambda value: _cut(json.dumps(value, ensure_ascii=False))  # noqa: E731
-    out = []
-    for key in dict.fromkeys([*new, *old]):
-        was, now = old.get(key), new.get(key)
-        if was == now:
-            continue
-        if key not in ("reference", "hardness") or not isinstance(was, dict) or not isinstance(now, dict):
-            out.append(f"its {key}")
-            continue
-        for part in dict.fromkeys([*now, *was]):
-            if was.get(part) == now.get(part):
-                continue
-            if key == "hardness":
-                out.append(f"its hardness's {part} (stored {shown(was.get(part))}, made again {shown(now.get(part))})")
-            elif isinstance(was.get(part), dict) and isinstance(now.get(part), dict):
-                out.extend(f"its {part} reference's {field} (stored {shown(was[part].get(field))}, made again "
-                           f"{shown(now[part].get(field))})" for field in dict.fromkeys([*now[part], *was[part]])
-                           if was[part].get(field) != now[part].get(field))
-            else:
-                out.append(f"its {part} reference (stored {shown(was.get(part))}, made again {shown(now.get(part))})")
+    out = _differences("its", json.loads(stored), json.loads(made), depth=3)
     return out or ["its record's spelling"]
+
+
+_ABSENT = object()
+
+
+def _differences(name: str, was: Any, now: Any, depth: int) -> list[str]:
+    """`name` and each of its fields, `depth` levels down, whose stored and made values differ."""
+    if was is not _ABSENT and now is not _ABSENT and canonical_json(was) == canonical_json(now):
+        return []
+    if depth and isinstance(was, dict) and isinstance(now, dict):
+        return [line for key in dict.fromkeys([*now, *was])
+                for line in _differences(f"{name} {key}" if name == "its" else f"{name}'s {key}",
+                                         was.get(key, _ABSENT), now.get(key, _ABSENT), depth - 1)]
+    shown = lambda value: "absent" if value is _ABSENT else _cut(json.dumps(value, ensure_ascii=False))  # noqa: E731
+    return [f"{name} (stored {shown(was)}, made again {shown(now)})"]
 
 
 def _cut(text: str, limit: int = 60) -> str:

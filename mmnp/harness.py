@@ -61,7 +61,7 @@ def write_task_folder(files: dict[str, str], group: str) -> Path:
     digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
     folder = cache_root() / f"{group}-{digest}"
     if _holds(folder, files):
-        shutil.rmtree(folder / "__pycache__", ignore_errors=True)
+        shutil.rmtree(folder / "__pycache__", ignore_errors=True)  # a real folder there: `_holds` refuses a link
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
@@ -83,9 +83,12 @@ def write_task_folder(files: dict[str, str], group: str) -> Path:
 
 def _holds(folder: Path, files: dict[str, str]) -> bool:
     """Whether `folder` is a directory (not a link) holding exactly `files`, byte for byte (nothing
-    missing, changed or added; the `__pycache__` Python writes beside an imported utils.py aside)."""
+    missing, changed or added; the `__pycache__` folder Python writes beside an imported utils.py
+    aside, but not a link or a file by that name, which its removal would not clear)."""
+    cache = folder / "__pycache__"
     try:
         return folder.is_dir() and not folder.is_symlink() and \
+            (not (cache.exists() or cache.is_symlink()) or (cache.is_dir() and not cache.is_symlink())) and \
             {p.name for p in folder.iterdir()} - {"__pycache__"} == set(files) and all(
                 (folder / name).read_text() == text for name, text in files.items())
     except (OSError, UnicodeDecodeError):

@@ -58,7 +58,6 @@ MAX_SUBSETS = 1_000  # set cover: the subsets (scp columns, Steiner points)
 MAX_MEMBERSHIPS = 50_000  # set cover: (subset, element) pairs in all
 
 
-
 @dataclass(frozen=True)
 class Published:
     """One instance read from a file: its task, name and data, and its published optimum

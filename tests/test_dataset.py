@@ -379,7 +379,6 @@ def test_an_edited_part_is_generated_again_never_merged(tmp_path, edit):
     assert _tree(tmp_path / "merged") == _tree(straight)
 
 
-
 def _unproven(record: dict, png: str) -> None:
     """The proof dropped (with its hardness entry, so the record agrees with itself): what only
     CP-SAT can say again, so the cheap check of a kept line takes it as written."""
@@ -405,9 +404,9 @@ def test_audit_makes_instances_again_and_finds_what_a_merge_takes_as_written(tmp
     _edit_logged(parts[1] / LOG, 1, _harder)  # part 2's first: knapsack-easy-0001
     merge_parts(tmp_path / "merged", parts)
     result = runner.invoke(app, ["audit", str(tmp_path / "merged"), "--workers", "1"])
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 3, result.output  # 3: an instance differs
     said = " ".join(result.output.split())
-    assert "knapsack-easy-0000: its optimal reference's proven (stored false, made again true); its hardness's " \
+    assert "knapsack-easy-0000: its reference's optimal's proven (stored false, made again true); its hardness's " \
            "proven (stored false, made again true)" in said
     assert "knapsack-easy-0001: its hardness's deterministic_time (stored " in said
     assert "2 of 6 instances made again (exact solves included) differ" in said
@@ -420,9 +419,26 @@ def test_audit_makes_instances_again_and_finds_what_a_merge_takes_as_written(tmp
     swapped = tmp_path / "swapped"  # a picture file replaced by another instance's: no reader opened it yet
     shutil.copytree(straight, swapped)
     shutil.copy(swapped / image_name("tsp-easy-0000"), swapped / image_name("tsp-easy-0001"))
-    assert audit_dataset(swapped, workers=2)[1] == ["tsp-easy-0001: its picture"]
+    assert audit_dataset(swapped, workers=2)[1] == ["tsp-easy-0001: its picture file"]
     with pytest.raises(UsageError, match=r"part1 is a --shard part: merge its parts \(`mmnp merge"):
         audit_dataset(parts[0])
+
+
+def test_audit_names_each_field_that_differs():
+    """A bound added as null, a proof written as 1, a picture record's kind: each named, never "spelling"."""
+    from mmnp.generation import _audit_difference
+
+    made = {"id": "x", "picture": {"kind": "graph", "width": 160},
+            "reference": {"optimal": {"objective": 5, "solution": [1], "proven": True}}, "hardness": None}
+    line = lambda record: json.dumps(record).encode()  # noqa: E731
+    optimal = made["reference"]["optimal"]
+    assert _audit_difference(line({**made, "reference": {"optimal": {**optimal, "bound": None}}}), line(made)) == [
+        "its reference's optimal's bound (stored null, made again absent)"]
+    assert _audit_difference(line({**made, "reference": {"optimal": {**optimal, "proven": 1}}}), line(made)) == [
+        "its reference's optimal's proven (stored 1, made again true)"]
+    assert _audit_difference(line({**made, "picture": {"kind": "drawing", "width": 160}}), line(made)) == [
+        "its picture's kind (stored \"drawing\", made again \"graph\")"]
+    assert _audit_difference(json.dumps(made, indent=1).encode(), line(made)) == ["its record's spelling"]
 
 
 def test_audit_refuses_what_it_cannot_make_again(tmp_path, monkeypatch):

@@ -29,7 +29,6 @@ OTHER_HASH = "f" * 64
 runner = CliRunner()
 
 
-
 def _unchecked(model: str) -> str:
     """The model cell of a run counted on its stored verdicts, its data not at hand."""
     return f"{model} ({ANSWERS_UNCHECKED})"
@@ -1098,6 +1097,21 @@ def test_a_run_counted_on_its_stored_verdicts_alone_says_so_on_every_row(little,
     rows = list(csv.DictReader(io.StringIO(make_leaderboard([forged], format="csv"))))
     assert {r["scope"] for r in rows} >= {"overall", "task", "picture_kind"}  # the picture kinds' rows too
     assert all(r["model"].startswith(_unchecked("solver:random")) for r in rows)
+    # a run with every table (feedback rounds, the perception probe), its data moved away likewise
+    data = tmp_path / "data"
+    shutil.copytree(little, data)
+    fed = _run(tmp_path / "fed", "--model", "solver:random", "--data", str(data), "--modality", "both",
+               "--rounds", "2", "--probe", "transcribe", "--samples", "2", "--temperature", "0.7")
+    data.rename(tmp_path / "moved_too")
+    md = make_leaderboard([fed])
+    titles = [line[4:] for line in md.splitlines() if line.startswith("### ")]
+    assert any(t.startswith("Feedback rounds") for t in titles) and any(t.startswith("Perception") for t in titles)
+    for title in titles:
+        if title != "Runs":  # the one table naming where its numbers come from, in its `verified` column
+            assert all(r["model"].startswith(_unchecked("solver:random")) for r in _table(md, title)), title
+    rows = list(csv.DictReader(io.StringIO(make_leaderboard([fed], format="csv"))))
+    assert "probe" in {r["scope"] for r in rows} and all(r["model"].startswith(_unchecked("solver:random"))
+                                                         for r in rows)
     html = make_leaderboard([forged], format="html", out=tmp_path / "board.html") or \
         (tmp_path / "board.html").read_text()
     assert ANSWERS_UNCHECKED in html

@@ -182,7 +182,6 @@ def test_task_folders_follow_the_registry_plug_in_tasks_included(tmp_path):
     assert yaml.safe_load((image / "_template_yaml").read_text().replace("!function", ""))["dataset_path"] == "x/y"
 
 
-
 def test_a_task_folder_edited_in_the_cache_is_written_again(tmp_path, monkeypatch):
     """The folder is found by the digest of what it should hold, so an edit does not move it: a task
     YAML pointed at other data, a utils.py scoring otherwise, an added task file would be read by
@@ -208,9 +207,13 @@ def test_a_task_folder_edited_in_the_cache_is_written_again(tmp_path, monkeypatc
         shutil.rmtree(folder)
         folder.write_text("not a folder")
 
+    def cache_linked() -> None:  # bytecode kept outside, where removing the cache folder would not reach
+        (tmp_path / "bytecode").mkdir(exist_ok=True)
+        (folder / "__pycache__").symlink_to(tmp_path / "bytecode")
+
     for edit in (lambda: (folder / "_template_yaml").write_text("dataset_path: theirs\n"),
                  lambda: (folder / "utils.py").unlink(),
-                 lambda: (folder / "extra.yaml").write_text("task: mmnp_text_tsp\n"), linked, a_file):
+                 lambda: (folder / "extra.yaml").write_text("task: mmnp_text_tsp\n"), linked, a_file, cache_linked):
         edit()
         assert write_task_folder(files, "mmnp_text") == folder
         assert not folder.is_symlink() and {p.name: p.read_text() for p in folder.iterdir()} == files
