@@ -154,15 +154,24 @@ class Dataset:
         """The instance's PNG, read from inside the folder and checked against its digest."""
         if inst.image is None:
             raise DataError(f"{self.path}: {inst.id} has no picture (the dataset was generated with --no-images)")
-        path = image_path(self.path, image_name(inst.id))
+        return self.picture(inst.id)
+
+    def picture(self, id: str) -> bytes:
+        """Instance `id`'s PNG file, read from inside the folder and checked against the digest the
+        manifest lists."""
+        path = image_path(self.path, image_name(id))
         try:
             png = path.read_bytes()
         except OSError as e:
-            raise DataError(f"{path}: cannot read the image of {inst.id} ({e.strerror or e})") from None
-        if hashlib.sha256(png).hexdigest() != self._pngs.get(inst.id):
-            raise DataError(f"{path}: the image of {inst.id} differs from the one the dataset lists; "
+            raise DataError(f"{path}: cannot read the image of {id} ({e.strerror or e})") from None
+        if hashlib.sha256(png).hexdigest() != self._pngs.get(id):
+            raise DataError(f"{path}: the image of {id} differs from the one the dataset lists; "
                             f"{_remedy(self.manifest, self.path)}")
         return png
+
+    def record_lines(self) -> dict[str, bytes]:
+        """Each record's line as it lies on disk, by id (what an audit compares byte for byte)."""
+        return {digest.id: line for shard in self.shards() for line, digest in self._lines[shard]}
 
     def find(self, id: str) -> Instance:
         """The instance with `id`."""

@@ -544,21 +544,17 @@ def run_audit(audit: Audit, workers: int = 1, progress: Callable[[int, int], Non
     checks kept instances cheaply and takes what only CP-SAT could say again as written (an exact
     answer's proof, its bound, the solver's work: `Task.mismatch`); this is the check of those, for
     data made elsewhere (parts from other machines, a download), short of generating it all again."""
-    from mmnp.dataset import image_path
-
     dataset = audit.dataset
-    stored = {digest.id: line for shard in dataset.shards() for line, digest in dataset._lines[shard]}
+    stored = dataset.record_lines()
     made, problems = [], []
     for id, line, png in _run(audit.jobs, workers, "process", None):
         made.append(id)
         found = _audit_difference(stored.get(id), line)
         if png is not None:
             try:
-                on_disk = image_path(dataset.path, image_name(id)).read_bytes()
-            except (OSError, DataError):
-                on_disk = None
-            if on_disk != png or hashlib.sha256(png).hexdigest() != dataset._pngs.get(id):
-                found.append("its picture file" if on_disk is not None else "its picture file (cannot be read)")
+                found += [] if dataset.picture(id) == png else ["its picture file"]
+            except DataError:
+                found.append("its picture file (unreadable, or not the one the manifest lists)")
         if found:
             problems.append(f"{id}: {'; '.join(found)}")
         if progress is not None:

@@ -419,7 +419,8 @@ def test_audit_makes_instances_again_and_finds_what_a_merge_takes_as_written(tmp
     swapped = tmp_path / "swapped"  # a picture file replaced by another instance's: no reader opened it yet
     shutil.copytree(straight, swapped)
     shutil.copy(swapped / image_name("tsp-easy-0000"), swapped / image_name("tsp-easy-0001"))
-    assert audit_dataset(swapped, workers=2)[1] == ["tsp-easy-0001: its picture file"]
+    assert audit_dataset(swapped, workers=2)[1] == [
+        "tsp-easy-0001: its picture file (unreadable, or not the one the manifest lists)"]
     with pytest.raises(UsageError, match=r"part1 is a --shard part: merge its parts \(`mmnp merge"):
         audit_dataset(parts[0])
 
