@@ -132,8 +132,9 @@ class _Series:
 def _plots(board: Board, ranking: Ranking, p: _Plotter) -> list[tuple[str, str]]:
     """(title, inline SVG) of one ranking's plots: SR/QR per category, by difficulty, by picture kind,
     pass@k and, per task evaluated at several levels, SR and QR against level."""
+    # a long name is cut, never its marks
     series = [_Series(_label(run.label) + _label(f"{name[len(run.label):]} [{m}]", None), f"C{i % 10}", m, metrics)
-              for i, (run, m, metrics, name) in enumerate(rows(ranking, board.modality))]  # a long name cut, never its marks
+              for i, (run, m, metrics, name) in enumerate(rows(ranking, board.modality))]
     if not series:
         return []
     plots = [("SR and QR per category", _category_plot(series, p)), ("QR by difficulty", _difficulty_plot(series, p))]
