@@ -477,9 +477,9 @@ def turned_cover(classes: list[int], image: list[int], universe: int, nodes: int
     class whose image is not listed may come back as that image), or None (none, or more than
     `nodes` search nodes): the exact cover of the vertices by the classes the automorphism
     fixes and by the unions S + image(S) of disjoint pairs, about half as many options of twice
-    the size, so the search is much shallower. queen13_13's linear colouring ((2 row + column) mod 13) is such a cover under
-    the half turn; Algorithm X finds one among 22,532 options in ~27,000 nodes, where over
-    all 73,712 solutions it finds none in millions."""
+    the size, so the search is much shallower. queen13_13's linear colouring ((2 row + column)
+    mod 13) is such a cover under the half turn; Algorithm X finds one among 22,532 options in
+    ~27,000 nodes, where over all 73,712 solutions it finds none in millions."""
     def turned(mask: int) -> int:
         return sum(1 << image[v] for v in _members(mask))
 

@@ -19,7 +19,8 @@ at 644-647 for 110,000-130,000 steps, then fall to 617 on 4 seeds in 12 by step 
 others stay at 633-639 through 600,000), where the budget was 48,000 steps, all spent by seed 0
 (and 100 steps per subset of patience, 72,900, stops runs on the plateau). It binds on STS405
 and STS729 only (generated covers have at most 120 elements, the classic set's at most 9,801).
-The first run, seed 0 with the whole budget before it, can only be improved on. Measured on OR-Library (one core, benchmarks/bench_published.py):
+The first run, seed 0 with the whole budget before it, can only be improved on. Measured on
+OR-Library (one core, benchmarks/bench_published.py):
 scp4x 0.16-0.23 CPU s, scp5x 0.22-0.28, scp6x 0.27-0.36, scpa 0.31-0.41, scpe 0.33, scpclr13
 1.2, STS405 1.3 (340 for 335), STS729 6.5 (617, the best known: 729 less AG(6, 3)'s largest
 cap, 112; seed 1 reaches it at step ~160,000; on AG(6, 3)'s own triple system, labelled another
