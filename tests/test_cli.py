@@ -229,6 +229,14 @@ def _loss_steps(out) -> list[int]:
         return [int(float(r["step"])) for r in csv.DictReader(f) if r.get("loss")]
 
 
+def _step_rows(out) -> list[dict]:
+    """metrics.csv's rows of the training steps (those with a loss)."""
+    import csv
+
+    with open(out / "metrics.csv", newline="") as f:
+        return [{k: v for k, v in r.items() if v} for r in csv.DictReader(f) if r.get("loss")]
+
+
 def _column(out, name: str) -> list[str]:
     import csv
 
@@ -296,6 +304,29 @@ def test_a_model_or_dataset_rebuilt_under_the_same_path_is_another_run(cold_mode
     assert "model_files" in line, line
 
 
+def test_a_resumed_run_logs_its_checkpoints_numbers_not_an_edited_metrics_csv(cold_model, tmp_path):
+    """metrics.csv is rewritten on each log and can be edited between runs: a resumed run's rows
+    before its checkpoint come from the checkpoint's own record, so an edited loss and a row
+    appended by hand are gone, and the steps the weights have keep their logged numbers."""
+    out = tmp_path / "run"
+    assert _train(cold_model, out, "--save-steps", "2", "--logging-steps", "1", steps=2).exit_code == 0
+    logged = _step_rows(out)
+    text = (out / "metrics.csv").read_text().splitlines()
+    header = text[0].split(",")
+    edited = [line.split(",") for line in text[1:]]
+    for row in edited:
+        if row[header.index("loss")]:
+            row[header.index("loss")] = "123.0"
+    forged = dict.fromkeys(header, "")
+    forged.update(step="7", loss="0.5", reward="1.0")
+    (out / "metrics.csv").write_text("\n".join([",".join(header), *map(",".join, edited),
+                                                 ",".join(forged[k] for k in header)]) + "\n")
+    assert _train(cold_model, out, "--save-steps", "2", "--logging-steps", "1", steps=3).exit_code == 0
+    assert _loss_steps(out) == [1, 2, 3]
+    assert _step_rows(out)[:2] == logged
+    assert "123.0" not in (out / "metrics.csv").read_text()
+
+
 def test_a_finished_run_rerun_with_fewer_steps_keeps_only_their_rows(cold_model, tmp_path):
     import shutil
 
@@ -318,11 +349,11 @@ def test_rerunning_a_finished_run_keeps_its_metrics_and_weights(cold_model, tmp_
     out = tmp_path / "run"
     assert _train(cold_model, out, steps=2, count=count).exit_code == 0
     weights = (out / "model.safetensors").read_bytes()
-    rows = (out / "metrics.csv").read_text()
+    rows = _step_rows(out)
     again = _train(cold_model, out, steps=2, count=count)
     assert again.exit_code == 0, again.output
     assert _loss_steps(out) == [1, 2]
-    assert (out / "metrics.csv").read_text() == rows
+    assert _step_rows(out) == rows
     assert (out / "model.safetensors").read_bytes() == weights
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2"]  # no step past --max-steps
 

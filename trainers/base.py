@@ -175,6 +175,15 @@ class MMNPTrainer(GRPOTrainer):
         return None
 
     # -- TRL overrides -----------------------------------------------------------------------
+    def _load_callback_state(self) -> None:
+        """transformers appends each callback it restores from a checkpoint after all the others:
+        put it back in its place, so the curriculum's callback, which adds its columns to the logs,
+        still runs before the one that writes them (metrics.csv)."""
+        order = [type(callback) for callback in self.callback_handler.callbacks]
+        super()._load_callback_state()
+        self.callback_handler.callbacks.sort(
+            key=lambda callback: order.index(type(callback)) if type(callback) in order else len(order))
+
     def _generate_and_score_completions(self, inputs):
         batch = super()._generate_and_score_completions(inputs)
         scores, self._scores = self._scores, None

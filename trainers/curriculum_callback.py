@@ -71,10 +71,11 @@ class CurriculumCallback(TrainerCallback, ExportableState):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs is not None and self.last is not None:
-            for task, level in self.last["levels"].items():
-                logs[f"curriculum/{task}_level"] = level
-                if self.last["sr"][task] is not None:
-                    logs[f"curriculum/{task}_sr"] = self.last["sr"][task]
+            columns = {f"curriculum/{task}_level": level for task, level in self.last["levels"].items()}
+            columns.update({f"curriculum/{task}_sr": sr for task, sr in self.last["sr"].items() if sr is not None})
+            logs.update(columns)
+            if state.log_history and state.log_history[-1].get("step") == state.global_step:
+                state.log_history[-1].update(columns)  # the checkpoint's record, which a resumed run's rows are
 
     def _sync(self) -> None:
         import torch.distributed as dist

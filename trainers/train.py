@@ -22,7 +22,10 @@ from mmnp.trainers.spec import TrainSpec, model_identity, same_model
 
 
 class MetricsLog(TrainerCallback):
-    """Every logged dict as a CSV row (metrics.csv) and a rich line on the console."""
+    """Every logged dict as a CSV row (metrics.csv) and a rich line on the console. The rows of a
+    resumed run's steps before its checkpoint, or of a finished run rerun, are the checkpoint's own
+    record (`TrainerState.log_history`, saved with the weights), never read back from metrics.csv:
+    that file may be edited, or left by another run in the same folder."""
 
     def __init__(self, output_dir: str, console=None, shown: tuple[str, ...] = ()) -> None:
         self.path = Path(output_dir) / "metrics.csv"
@@ -30,26 +33,26 @@ class MetricsLog(TrainerCallback):
         self.shown = ("loss", "reward", "mmnp/sr", "mmnp/qr", "mmnp/distinct_feasible", "entropy",
                       "completions/mean_length") + shown
         self.rows: list[dict] = []
-        if self.path.exists():  # a resumed run keeps the rows of the steps before it
-            with open(self.path, newline="") as f:
-                self.rows = [{k: int(float(v)) if k == "step" else float(v) for k, v in r.items() if v != ""}
-                             for r in csv.DictReader(f)]
 
     def on_train_begin(self, args, state, control, **kwargs):
-        # the state is the resumed checkpoint's here (step 0 for a fresh run): the rows up to its step
-        # stay, those an interrupted run logged after it are redone
-        self.rows = [r for r in self.rows if r["step"] <= state.global_step]
+        # the state is the resumed checkpoint's here (empty for a fresh run); what an interrupted run
+        # logged after it is redone
+        self.rows = _recorded(state.log_history, state.global_step)
+        if state.is_world_process_zero and self.rows:
+            self._write()
 
     def keep_until(self, output_dir: str, step: int) -> None:
-        """Only the rows of the steps the weights have (a finished run rerun with a lower --max-steps)."""
-        if any(r["step"] > step for r in self.rows):
-            self.rows = [r for r in self.rows if r["step"] <= step]
-            self._write()
+        """A finished run rerun: the rows of checkpoint-`step`'s record, the steps its weights have."""
+        from transformers import TrainerState
+
+        record = TrainerState.load_from_json(str(Path(output_dir) / f"checkpoint-{step}" / "trainer_state.json"))
+        self.rows = _recorded(record.log_history, step)
+        self._write()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not state.is_world_process_zero:
             return
-        row = {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, (int, float))}}
+        row = _row(state.global_step, logs)
         self.rows.append(row)
         self._write()
         if self.console is not None:
@@ -64,6 +67,17 @@ class MetricsLog(TrainerCallback):
         writer.writeheader()
         writer.writerows(self.rows)
         atomic_write(self.path, text.getvalue())  # a kill mid-write never leaves the rows half there
+
+
+def _recorded(log_history: list[dict], step: int) -> list[dict]:
+    """The rows of a trainer state's logs up to `step`."""
+    return [_row(entry["step"], entry) for entry in log_history if entry.get("step", step + 1) <= step]
+
+
+def _row(step: int, logs: dict) -> dict:
+    """A logged dict's numbers as a metrics.csv row."""
+    return {"step": step, **{k: v for k, v in logs.items()
+                             if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)}}
 
 
 def build_trainer(spec: TrainSpec, console=None):
