@@ -42,10 +42,11 @@ class MetricsLog(TrainerCallback):
             self._write()
 
     def keep_until(self, output_dir: str, step: int) -> None:
-        """A finished run rerun: the rows of checkpoint-`step`'s record, the steps its weights have."""
+        """A finished run rerun: the rows of its last checkpoint's record, the `step` steps its weights have."""
         from transformers import TrainerState
+        from transformers.trainer_utils import get_last_checkpoint
 
-        record = TrainerState.load_from_json(str(Path(output_dir) / f"checkpoint-{step}" / "trainer_state.json"))
+        record = TrainerState.load_from_json(str(Path(get_last_checkpoint(output_dir)) / "trainer_state.json"))
         self.rows = _recorded(record.log_history, step)
         self._write()
 
