@@ -202,9 +202,31 @@ def test_tiny_model_and_sft_never_write_into_a_users_folder(tiny_text, tmp_path)
     assert made.exit_code == 0 and (tmp_path / "new" / "model.safetensors").is_file(), made.output
 
 
+def test_metrics_csv_rows_are_the_checkpoints_record_and_only_agreeing_rows_add_to_it():
+    """A resumed or finished run's rows: the checkpoint's logs. A row of metrics.csv adds its other
+    columns (a curriculum level an older checkpoint did not record) only where it has every number
+    the record has; the file's summary row at the last step stays only if every row agreed."""
+    from mmnp.trainers.train import _from_record
+
+    record = [{"loss": 0.5, "reward": 1.0, "epoch": 0.5, "step": 1}, {"loss": float("nan"), "reward": 2, "step": 2}]
+    written = [{"step": 1, "loss": 0.5, "reward": 1.0, "epoch": 0.5, "curriculum/tsp_level": 3.0},
+               {"step": 2, "loss": float("nan"), "reward": 2.0, "curriculum/tsp_level": 4.0},
+               {"step": 2, "train_runtime": 9.0, "train_loss": 0.25}]
+    rows = _from_record(record, 2, written, finished=True)
+    assert [r.get("curriculum/tsp_level") for r in rows] == [3.0, 4.0, None]
+    assert rows[2] == {"step": 2, "train_runtime": 9.0, "train_loss": 0.25}
+    assert len(_from_record(record, 2, written, finished=False)) == 2  # a resumed run logs its summary anew
+    assert len(_from_record(record, 1, written, finished=False)) == 1  # the steps after the checkpoint are redone
+    edited = [dict(written[0], loss=123.0), *written[1:]]
+    rows = _from_record(record, 2, edited, finished=True)
+    assert rows[0] == record[0] and "curriculum/tsp_level" not in rows[0]  # the record's numbers, not the file's
+    assert len(rows) == 2  # a file that disagrees anywhere keeps no row the record lacks
+    assert _from_record(record, 2, [], finished=True) == [record[0], {"loss": record[1]["loss"], "reward": 2, "step": 2}]
+
+
 def test_metrics_csv_is_never_left_half_written(tmp_path, monkeypatch):
-    """A kill while metrics.csv is rewritten (each log rewrites it) leaves the previous rows, which a
-    resumed run reads back, not a truncated file."""
+    """A kill while metrics.csv is rewritten (each log rewrites it) leaves the previous rows, not a
+    truncated file."""
     from types import SimpleNamespace
 
     from mmnp.trainers.train import MetricsLog

@@ -176,13 +176,22 @@ class MMNPTrainer(GRPOTrainer):
 
     # -- TRL overrides -----------------------------------------------------------------------
     def _load_callback_state(self) -> None:
-        """transformers appends each callback it restores from a checkpoint after all the others:
-        put it back in its place, so the curriculum's callback, which adds its columns to the logs,
-        still runs before the one that writes them (metrics.csv)."""
-        order = [type(callback) for callback in self.callback_handler.callbacks]
+        """transformers replaces each callback it restores from a checkpoint by a new one appended
+        after all the others: put the new one in the place of the one it replaced, so the
+        curriculum's callback, which adds its columns to the logs, still runs before the one that
+        writes them (metrics.csv)."""
+        before = list(self.callback_handler.callbacks)
         super()._load_callback_state()
-        self.callback_handler.callbacks.sort(
-            key=lambda callback: order.index(type(callback)) if type(callback) in order else len(order))
+        after = self.callback_handler.callbacks
+        new = [c for c in after if not any(c is b for b in before)]
+        order = []
+        for callback in before:
+            if any(callback is c for c in after):
+                order.append(callback)
+            elif (restored := next((c for c in new if type(c) is type(callback)), None)) is not None:
+                new.remove(restored)
+                order.append(restored)
+        after[:] = order + new
 
     def _generate_and_score_completions(self, inputs):
         batch = super()._generate_and_score_completions(inputs)

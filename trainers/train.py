@@ -24,8 +24,9 @@ from mmnp.trainers.spec import TrainSpec, model_identity, same_model
 class MetricsLog(TrainerCallback):
     """Every logged dict as a CSV row (metrics.csv) and a rich line on the console. The rows of a
     resumed run's steps before its checkpoint, or of a finished run rerun, are the checkpoint's own
-    record (`TrainerState.log_history`, saved with the weights), never read back from metrics.csv:
-    that file may be edited, or left by another run in the same folder."""
+    record (`TrainerState.log_history`, saved with the weights), not what metrics.csv says: that
+    file may be edited, or left by another run in the same folder. A row of the file is kept only
+    where it agrees with the record (`_from_record`)."""
 
     def __init__(self, output_dir: str, console=None, shown: tuple[str, ...] = ()) -> None:
         self.path = Path(output_dir) / "metrics.csv"
@@ -37,8 +38,8 @@ class MetricsLog(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         # the state is the resumed checkpoint's here (empty for a fresh run); what an interrupted run
         # logged after it is redone
-        self.rows = _recorded(state.log_history, state.global_step)
-        if state.is_world_process_zero and self.rows:
+        if state.is_world_process_zero and state.log_history:
+            self.rows = _from_record(state.log_history, state.global_step, self._written(), finished=False)
             self._write()
 
     def keep_until(self, output_dir: str, step: int) -> None:
@@ -47,8 +48,17 @@ class MetricsLog(TrainerCallback):
         from transformers.trainer_utils import get_last_checkpoint
 
         record = TrainerState.load_from_json(str(Path(get_last_checkpoint(output_dir)) / "trainer_state.json"))
-        self.rows = _recorded(record.log_history, step)
+        self.rows = _from_record(record.log_history, step, self._written(), finished=True)
         self._write()
+
+    def _written(self) -> list[dict]:
+        """metrics.csv's rows as numbers (none if the file is absent or not a table of numbers)."""
+        try:
+            with open(self.path, newline="") as f:
+                return [{k: int(float(v)) if k == "step" else float(v) for k, v in r.items() if v}
+                        for r in csv.DictReader(f)]
+        except (OSError, ValueError, TypeError, csv.Error):
+            return []
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or not state.is_world_process_zero:
@@ -70,9 +80,29 @@ class MetricsLog(TrainerCallback):
         atomic_write(self.path, text.getvalue())  # a kill mid-write never leaves the rows half there
 
 
-def _recorded(log_history: list[dict], step: int) -> list[dict]:
-    """The rows of a trainer state's logs up to `step`."""
-    return [_row(entry["step"], entry) for entry in log_history if entry.get("step", step + 1) <= step]
+def _from_record(log_history: list[dict], step: int, written: list[dict], finished: bool) -> list[dict]:
+    """The rows of a trainer state's logs up to `step`. A row of metrics.csv (`written`) that has
+    every number of the record's row for its step adds its other columns (the curriculum's, from a
+    checkpoint written before they were recorded in it); and when every recorded row was found so,
+    a finished run keeps the file's rows at its last step that no checkpoint records (the
+    end-of-training summary, logged after the last save)."""
+    rows, matched = [], []
+    for entry in log_history:
+        if entry.get("step", step + 1) > step:
+            continue
+        row = _row(entry["step"], entry)
+        same = next((w for w in written if w["step"] == row["step"] and not any(w is m for m in matched)
+                     and all(k in w and _equal(w[k], v) for k, v in row.items())), None)
+        if same is not None:
+            matched.append(same)
+        rows.append(row if same is None else {**same, **row})
+    if finished and len(matched) == len(rows):
+        rows += [w for w in written if w["step"] == step and not any(w is m for m in matched)]
+    return rows
+
+
+def _equal(written: float, logged: float) -> bool:
+    return written == logged or (written != written and logged != logged)  # NaN == NaN: the same number logged
 
 
 def _row(step: int, logs: dict) -> dict:
