@@ -8,8 +8,14 @@ stage only if the ones before failed:
   1. TabuCol, 20 n moves, from the (k+1)-colouring with its smallest class uncoloured;
   2. PartialCol, 100 n moves, from the same start (TabuCol stalls on le450_15c at 20 colours);
   3. TabuCol, 300 n moves, from the same start (le450_15a's 15th colour takes ~50,000-130,000);
-  4. HEA with PartialCol children (10 n moves each), half of what is left;
-  5. HEA with TabuCol children (20 n moves each), the other half's CPU: TabuCol's moves are
+  4. TabuCol, 300 n moves, from a random colouring, drawn from a stream of its own (seeded by k),
+     so that the stages after it make the moves they made before it was added: a start taken
+     from the (k+1)-colouring can lie where no k-colouring is near (le450_25c at 26: the other
+     stages fail in their 1 million moves; from a random start TabuCol reaches 26 in 0.1 CPU s on
+     4 seeds of 5);
+     these 300 n moves come on top of `step_budget(n)`;
+  5. HEA with PartialCol children (10 n moves each), half of what is left;
+  6. HEA with TabuCol children (20 n moves each), the other half's CPU: TabuCol's moves are
      compiled (numba), 23x the numpy loop's rate on DSJC250.5 with the same moves, so this
      stage gets COMPILED_MOVES_PER_STEP = 25 moves a step (2.6 million at n = 250, which reach
      DSJC250.5's 28 colours). The gain is smaller where a move scans more (8-11x measured on
@@ -33,9 +39,9 @@ what reaches 15 on le450_15c/d. TabuCol's tenure is Galinier & Hao's 0.6 x confl
 fixed, not reactive, tenure.
 
 Measured (bench_published, seed 0): le450_15a-d all 15 (1-8 CPU s), DSJC250.5 28 and DSJC500.1
-12, the best known (12 and 53 s; with stage 5 in numpy at its 1x share: 29 and 13), le450_25c/d
-27/26 at 26-27 s (a fresh seed's 10 million-move HEA found 26 on le450_25c in 13 s, the
-heuristic's own stream did not), queen11_11 11 (1 s: local search 12, then the exact cover),
+12, the best known (12 and 53 s; with stage 6 in numpy at its 1x share: 29 and 13), le450_25c/d
+26 at 27-36 s (stage 4 on le450_25c, which ended at 27 without it; 25 is out of reach here:
+docs/datasets.md), queen11_11 11 (1 s: local search 12, then the exact cover),
 queen13_13 13 (11-14 s: local search 14; over all 73,712 13-queens solutions neither
 Algorithm X in millions of nodes, a cover search for 360,000 steps nor CP-SAT in 418
 deterministic seconds made 13, nor CP-SAT on the colouring with each 13-clique all different in
@@ -324,8 +330,9 @@ def fewer_colours(nbrs: list[np.ndarray], colouring: np.ndarray, rng: np.random.
     """A colouring with one colour fewer than `colouring` (colours 0..k), or None: a short
     TabuCol run (QUICK_STEPS_PER_VERTEX moves per vertex) from `colouring` with its smallest
     class uncoloured and the top colour renamed into its place, which settles most steps at
-    once; then PartialCol and a long TabuCol run from the same start; then HEA with PartialCol,
-    then with TabuCol, halving what is left of `step_budget` (module docstring)."""
+    once; then PartialCol and a long TabuCol run from the same start; then a long TabuCol run
+    from a random colouring; then HEA with PartialCol, then with TabuCol, halving what is left of
+    `step_budget` (module docstring)."""
     n, k = len(nbrs), int(colouring.max())
     drop = int(np.argmin(np.bincount(colouring, minlength=k + 1)))
     start = np.where(colouring == drop, -1, colouring)
@@ -337,6 +344,10 @@ def fewer_colours(nbrs: list[np.ndarray], colouring: np.ndarray, rng: np.random.
     if count == 0:
         return found
     found, count = tabucol(nbrs, k, start, LONG_STEPS_PER_VERTEX * n, rng)
+    if count == 0:
+        return found
+    fresh = np.random.default_rng(k)  # its own stream: the stages after it draw what they drew before it
+    found, count = tabucol(nbrs, k, fresh.integers(0, k, n), LONG_STEPS_PER_VERTEX * n, fresh)
     if count == 0:
         return found
     half = (step_budget(n) - (QUICK_STEPS_PER_VERTEX + PARTIAL_STEPS_PER_VERTEX + LONG_STEPS_PER_VERTEX) * n) // 2

@@ -237,3 +237,31 @@ def test_clique_partition_splits_into_cliques_or_says_it_cannot():
     assert solver.clique_partition(masks, 7, 1_000) is None  # no 7-clique at all
     # a star: once the centre is paired with its first leaf, the other leaves have no partner
     assert solver.clique_partition(neighbour_masks({"n": 4, "edges": [[0, 1], [0, 2], [0, 3]]}), 2, 100) is None
+
+
+def test_fewer_colours_tries_a_random_start_of_its_own_stream_before_hea(monkeypatch):
+    """When the runs from the (k+1)-colouring fail, TabuCol runs from a random k-colouring (where
+    no k-colouring is near the first start: le450_25c at 26) drawn from a stream seeded by k, so
+    the HEA stages after it get the generator as they got it before that run was added."""
+    data = leighton(60, 6, 500, 0)
+    nbrs = [np.asarray(sorted(a), dtype=np.intp) for a in graph_coloring._adjacency(data)]
+    colouring = np.arange(data["n"]) % 7  # 7 colours: fewer_colours looks for 6
+    starts, handed = [], []
+
+    def failing_search(nbrs, k, start, steps, rng):
+        starts.append(start.copy())
+        return start, 1
+
+    def hybrid(nbrs, colouring, steps, rng, partial):
+        handed.append(rng.bit_generator.state)
+        return None
+
+    monkeypatch.setattr(graph_coloring, "tabucol", failing_search)
+    monkeypatch.setattr(graph_coloring, "partialcol", failing_search)
+    monkeypatch.setattr(graph_coloring, "hybrid", hybrid)
+    rng = np.random.default_rng(5)
+    before = rng.bit_generator.state
+    assert graph_coloring.fewer_colours(nbrs, colouring, rng) is None
+    assert len(starts) == 4 and all((s < 0).any() for s in starts[:3])  # the first three: a class uncoloured
+    assert np.array_equal(starts[3], np.random.default_rng(6).integers(0, 6, data["n"]))
+    assert handed == [before, before]
