@@ -222,6 +222,8 @@ def test_metrics_csv_rows_are_the_checkpoints_record_and_only_agreeing_rows_add_
     assert rows[0] == record[0] and "curriculum/tsp_level" not in rows[0]  # the record's numbers, not the file's
     assert len(rows) == 2  # a file that disagrees anywhere keeps no row the record lacks
     assert _from_record(record, 2, [], finished=True) == [record[0], {"loss": record[1]["loss"], "reward": 2, "step": 2}]
+    added = [dict(written[0], **{"mmnp/sr": 1.0}), *written[1:]]  # a column the record lacks, not the curriculum's
+    assert "mmnp/sr" not in _from_record(record, 2, added, finished=True)[0]
 
 
 def test_metrics_csv_is_never_left_half_written(tmp_path, monkeypatch):

@@ -56,7 +56,7 @@ class MetricsLog(TrainerCallback):
         try:
             with open(self.path, newline="") as f:
                 return [{k: int(float(v)) if k == "step" else float(v) for k, v in r.items() if v}
-                        for r in csv.DictReader(f)]
+                        for r in csv.DictReader(f) if r.get("step")]
         except (OSError, ValueError, TypeError, csv.Error):
             return []
 
@@ -82,22 +82,26 @@ class MetricsLog(TrainerCallback):
 
 def _from_record(log_history: list[dict], step: int, written: list[dict], finished: bool) -> list[dict]:
     """The rows of a trainer state's logs up to `step`. A row of metrics.csv (`written`) that has
-    every number of the record's row for its step adds its other columns (the curriculum's, from a
-    checkpoint written before they were recorded in it); and when every recorded row was found so,
-    a finished run keeps the file's rows at its last step that no checkpoint records (the
-    end-of-training summary, logged after the last save)."""
-    rows, matched = [], []
+    every number of the record's row for its step adds its curriculum columns where the record
+    has none (a checkpoint written before they were recorded in it); and when every recorded row
+    was found so, a finished run keeps the file's rows at its last step that no checkpoint records
+    (the end-of-training summary, logged after the last save)."""
+    by_step: dict[int, list[dict]] = {}
+    for w in written:
+        by_step.setdefault(w["step"], []).append(w)
+    rows, matched = [], set()
     for entry in log_history:
         if entry.get("step", step + 1) > step:
             continue
         row = _row(entry["step"], entry)
-        same = next((w for w in written if w["step"] == row["step"] and not any(w is m for m in matched)
+        same = next((w for w in by_step.get(row["step"], ()) if id(w) not in matched
                      and all(k in w and _equal(w[k], v) for k, v in row.items())), None)
         if same is not None:
-            matched.append(same)
-        rows.append(row if same is None else {**same, **row})
+            matched.add(id(same))
+            row.update({k: v for k, v in same.items() if k.startswith("curriculum/") and k not in row})
+        rows.append(row)
     if finished and len(matched) == len(rows):
-        rows += [w for w in written if w["step"] == step and not any(w is m for m in matched)]
+        rows += [w for w in by_step.get(step, ()) if id(w) not in matched]
     return rows
 
 
