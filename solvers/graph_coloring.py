@@ -12,8 +12,7 @@ stage only if the ones before failed:
      so that the stages after it make the moves they made before it was added: a start taken
      from the (k+1)-colouring can lie where no k-colouring is near (le450_25c at 26: the other
      stages fail in their 1 million moves; from a random start TabuCol reaches 26 in 0.1 CPU s on
-     4 seeds of 5);
-     these 300 n moves come on top of `step_budget(n)`;
+     4 seeds of 5); these 300 n moves come on top of `step_budget(n)`;
   5. HEA with PartialCol children (10 n moves each), half of what is left;
   6. HEA with TabuCol children (20 n moves each), the other half's CPU: TabuCol's moves are
      compiled (numba), 23x the numpy loop's rate on DSJC250.5 with the same moves, so this
