@@ -13,8 +13,14 @@ stage only if the ones before failed:
      from the (k+1)-colouring can lie where no k-colouring is near (le450_25c at 26: the other
      stages fail in their 1 million moves; from a random start TabuCol reaches 26 in 0.1 CPU s on
      4 seeds of 5); these 300 n moves come on top of `step_budget(n)`;
-  5. HEA with PartialCol children (10 n moves each), half of what is left;
-  6. HEA with TabuCol children (20 n moves each), the other half's CPU: TabuCol's moves are
+  5. PartialCol from another random colouring of that stream, as the paper states it (the
+     neighbours a move uncolours may not take its colour back) with a tenure of 1.5 x
+     |uncoloured| + 0-9 (the authors' 0.6 stalls), its moves compiled: 15 n^2 of them, at most
+     4 million (n = 450: 3 million, 2-4 CPU s), also on top of `step_budget(n)` (le450_15c and
+     le450_15d, relabelled at random, reach 15 here where the other stages end at 16 on some
+     labellings: `long_partialcol`);
+  6. HEA with PartialCol children (10 n moves each), half of what is left;
+  7. HEA with TabuCol children (20 n moves each), the other half's CPU: TabuCol's moves are
      compiled (numba), 23x the numpy loop's rate on DSJC250.5 with the same moves, so this
      stage gets COMPILED_MOVES_PER_STEP = 25 moves a step (2.6 million at n = 250, which reach
      DSJC250.5's 28 colours). The gain is smaller where a move scans more (8-11x measured on
@@ -32,23 +38,23 @@ Where mmnp differs from the publications: HEA (Galinier & Hao 1999) builds its p
 random greedy colourings and runs one long search at a fixed k; here the population is the
 (k+1)-colouring with each of its 10 smallest classes dropped in turn, one k at a time, with a
 budget in moves rather than generations, and a second HEA whose local search is PartialCol
-(Bloechliger & Zufferey 2008; the GPX child keeps its leftover vertices uncoloured), which is
-what reaches 15 on le450_15c/d. TabuCol's tenure is Galinier & Hao's 0.6 x conflicting vertices
-+ 0-9; PartialCol follows the authors' FOO code (marijnheule/clicolcom React-Partialcol) with a
-fixed, not reactive, tenure.
+(Bloechliger & Zufferey 2008; the GPX child keeps its leftover vertices uncoloured). TabuCol's
+tenure is Galinier & Hao's 0.6 x conflicting vertices + 0-9; stage 2's and HEA's PartialCol
+follow the authors' FOO code (marijnheule/clicolcom React-Partialcol) with a fixed, not
+reactive, tenure; stage 5's follows the paper's tabu rule with a longer tenure.
 
-Measured (bench_published, seed 0): le450_15a-d all 15 (1-8 CPU s), DSJC250.5 28 and DSJC500.1
-12, the best known (12 and 53 s; with stage 6 in numpy at its 1x share: 29 and 13), le450_25c/d
+Measured (bench_published, seed 0): le450_15a-d all 15 (1-9 CPU s; and on each of 4 random
+relabellings, where le450_15c ended at 16 on 3 of 5 labellings before stage 5), DSJC250.5 28 and DSJC500.1
+12, the best known (12 and 53 s; with stage 7 in numpy at its 1x share: 29 and 13), le450_25c/d
 26 at 27-36 s (stage 4 on le450_25c, which ended at 27 without it; 25 is out of reach here:
 docs/datasets.md), queen11_11 11 (1 s: local search 12, then the exact cover),
 queen13_13 13 (11-14 s: local search 14; over all 73,712 13-queens solutions neither
 Algorithm X in millions of nodes, a cover search for 360,000 steps nor CP-SAT in 418
 deterministic seconds made 13, nor CP-SAT on the colouring with each 13-clique all different in
-60; the cover that the half turn maps onto itself takes ~27,000 nodes, `turned_cover`). Not
-robust: with the generator seeded 1 or 2 instead of 0, le450_15c ended at 16 or 15 and
-le450_15d at 17 (measured before the compiled moves); PartialCol's moves are numpy still
-(its uncoloured set is a Python set whose order its moves follow, so a compiled copy would not
-make the same moves).
+60; the cover that the half turn maps onto itself takes ~27,000 nodes, `turned_cover`). Stage
+2's and HEA's PartialCol moves are numpy still (the uncoloured set is a Python set whose order
+the moves follow, so a compiled copy would not make the same moves, and the generated
+references would change); stage 5 is compiled from the start.
 """
 
 from __future__ import annotations
@@ -68,6 +74,9 @@ MAX_STEPS = 1_000_000  # ... and at most this many
 QUICK_STEPS_PER_VERTEX = 20  # a short TabuCol run first, which settles most easy steps at once
 PARTIAL_STEPS_PER_VERTEX = 100  # then PartialCol, strong on the Leighton graphs where TabuCol stalls
 LONG_STEPS_PER_VERTEX = 300  # then one long TabuCol run (le450_15a: 15 in ~50,000-130,000 moves)
+LONG_PARTIAL_MOVES_PER_VERTEX_SQUARED = 15  # compiled PartialCol moves from a random start (n = 450: 3 million,
+MAX_LONG_PARTIAL_MOVES = 4_000_000  # ~2-4 CPU s), at most this many
+LONG_TENURE_PER_UNCOLOURED = 1.5  # its tenure per uncoloured vertex (the authors': 0.6; `long_partialcol`)
 POPULATION = 10  # HEA's colourings
 CHILD_STEPS = 1_000  # TabuCol moves per child, at least ...
 CHILD_STEPS_PER_VERTEX = 20  # ... or this many per vertex with TabuCol ...
@@ -179,6 +188,93 @@ def partialcol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
     return kept, best
 
 
+def long_partialcol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
+                    rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """PartialCol as Bloechliger & Zufferey's paper states it, compiled, with a longer tenure: a
+    move gives an uncoloured vertex the colour that uncolours fewest of its neighbours (ties at
+    random), and each neighbour it uncolours may not take that colour back for
+    LONG_TENURE_PER_UNCOLOURED x |uncoloured| + 0-9 moves (counted before they join), unless
+    that leaves fewer uncoloured than the best seen; a random move when all are tabu. `start`:
+    colours 0..k-1 or -1; a vertex sharing its colour with a lower-numbered neighbour that keeps
+    its colour starts uncoloured. The partial colouring with fewest uncoloured vertices seen
+    within `steps` moves (stopping at 0), and that count. On le450_15c and le450_15d at 15
+    colours, from random colourings (8 seeds each), it reaches 15 within 2 million moves 8 times
+    in 8 at 1.5 (and at 1.0 with 0-29); at the authors' 0.6 it reaches 15 twice and never (the
+    file's numbering relabelled at random, the earlier stages end at 16 on 3 labellings in 5)."""
+    draws = rng.integers(0, 10, size=steps + 1, dtype=np.int8)  # tenure noise, then tie draws
+    ties = rng.random(steps + 1, dtype=np.float32)
+    kept, best = _partialcol_moves(*_csr(nbrs), k, start.astype(np.int64), steps, draws, ties,
+                                   LONG_TENURE_PER_UNCOLOURED)
+    return kept, int(best)
+
+
+@compiled
+def _partialcol_moves(indptr: np.ndarray, indices: np.ndarray, k: int, col: np.ndarray, steps: int,
+                      draws: np.ndarray, ties: np.ndarray, per_uncoloured: float) -> tuple[np.ndarray, int]:
+    """`long_partialcol`'s moves on a CSR graph (`col` is changed in place): each move scans the
+    uncoloured vertices in the order of their list and the colours in order, and takes option
+    int(ties[it] x options) in that order."""
+    n = len(col)
+    for v in range(n):  # proper: a vertex whose colour a lower-numbered neighbour still has leaves it
+        if col[v] >= 0:
+            for j in range(indptr[v], indptr[v + 1]):
+                if indices[j] < v and col[indices[j]] == col[v]:
+                    col[v] = -1
+                    break
+    gamma = np.zeros((n, k), dtype=np.int64)  # gamma[v, c]: v's neighbours of colour c
+    for v in range(n):
+        if col[v] >= 0:
+            for j in range(indptr[v], indptr[v + 1]):
+                gamma[indices[j], col[v]] += 1
+    out = np.empty(n, dtype=np.int64)  # the uncoloured vertices, `spot` their places
+    spot = np.full(n, -1, dtype=np.int64)
+    size = 0
+    for v in range(n):
+        if col[v] < 0:
+            out[size], spot[v] = v, size
+            size += 1
+    best, kept = size, col.copy()
+    tabu = np.zeros((n, k), dtype=np.int64)
+    options = np.empty(n * k, dtype=np.int64)
+    for it in range(1, steps + 1):
+        if size == 0:
+            break
+        low, count = n + 1, 0
+        for i in range(size):
+            v = out[i]
+            for c in range(k):
+                change = gamma[v, c] - 1
+                if tabu[v, c] >= it and size + change >= best:
+                    continue
+                if change < low:
+                    low, count = change, 0
+                if change == low:
+                    options[count] = i * k + c
+                    count += 1
+        at = options[int(ties[it] * count)] if count else int(ties[it] * size * k)  # all tabu: a random move
+        v, c = out[at // k], at % k
+        size -= 1
+        last = out[size]
+        out[spot[v]], spot[last], spot[v] = last, spot[v], -1
+        col[v] = c
+        for j in range(indptr[v], indptr[v + 1]):
+            gamma[indices[j], c] += 1
+        tenure = int(per_uncoloured * size) + draws[it]
+        for j in range(indptr[v], indptr[v + 1]):
+            u = indices[j]
+            if col[u] == c:
+                col[u] = -1
+                out[size], spot[u] = u, size
+                size += 1
+                tabu[u, c] = it + tenure
+                for x in range(indptr[u], indptr[u + 1]):
+                    gamma[indices[x], c] -= 1
+        if size < best:
+            best = size
+            kept[:] = col
+    return kept, best
+
+
 def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
             rng: np.random.Generator) -> tuple[np.ndarray, int]:
     """TabuCol (Hertz & de Werra 1987, with Galinier & Hao's tenure 0.6 x conflicting vertices
@@ -194,11 +290,16 @@ def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
         raise ValueError(f"tabucol: {k} colours, a start with colour {int(start.max()) if len(start) else None}")
     draws = rng.integers(0, 10, size=steps + 1)  # tenure noise, then tie draws: one stream, as always
     ties = rng.random(steps + 1)
+    kept, best = _tabucol_moves(*_csr(nbrs), k, start.astype(np.int64), steps, draws, ties)
+    return kept, int(best)
+
+
+def _csr(nbrs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The neighbour lists as the compiled moves take them: (indptr, indices), int64."""
     sizes = np.fromiter(map(len, nbrs), dtype=np.int64, count=len(nbrs))
     indptr = np.concatenate([[0], np.cumsum(sizes)])
     indices = np.concatenate(nbrs).astype(np.int64) if len(nbrs) else np.zeros(0, dtype=np.int64)
-    kept, best = _tabucol_moves(indptr, indices, k, start.astype(np.int64), steps, draws, ties)
-    return kept, int(best)
+    return indptr, indices
 
 
 @compiled
@@ -330,8 +431,8 @@ def fewer_colours(nbrs: list[np.ndarray], colouring: np.ndarray, rng: np.random.
     TabuCol run (QUICK_STEPS_PER_VERTEX moves per vertex) from `colouring` with its smallest
     class uncoloured and the top colour renamed into its place, which settles most steps at
     once; then PartialCol and a long TabuCol run from the same start; then a long TabuCol run
-    from a random colouring; then HEA with PartialCol, then with TabuCol, halving what is left of
-    `step_budget` (module docstring)."""
+    and a long-tenure PartialCol run from random colourings; then HEA with PartialCol, then with
+    TabuCol, halving what is left of `step_budget` (module docstring)."""
     n, k = len(nbrs), int(colouring.max())
     drop = int(np.argmin(np.bincount(colouring, minlength=k + 1)))
     start = np.where(colouring == drop, -1, colouring)
@@ -347,6 +448,10 @@ def fewer_colours(nbrs: list[np.ndarray], colouring: np.ndarray, rng: np.random.
         return found
     fresh = np.random.default_rng(k)  # its own stream: the stages after it draw what they drew before it
     found, count = tabucol(nbrs, k, fresh.integers(0, k, n), LONG_STEPS_PER_VERTEX * n, fresh)
+    if count == 0:
+        return found
+    found, count = long_partialcol(nbrs, k, fresh.integers(0, k, n),
+                                   min(MAX_LONG_PARTIAL_MOVES, LONG_PARTIAL_MOVES_PER_VERTEX_SQUARED * n * n), fresh)
     if count == 0:
         return found
     half = (step_budget(n) - (QUICK_STEPS_PER_VERTEX + PARTIAL_STEPS_PER_VERTEX + LONG_STEPS_PER_VERTEX) * n) // 2

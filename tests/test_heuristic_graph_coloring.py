@@ -258,10 +258,49 @@ def test_fewer_colours_tries_a_random_start_of_its_own_stream_before_hea(monkeyp
 
     monkeypatch.setattr(graph_coloring, "tabucol", failing_search)
     monkeypatch.setattr(graph_coloring, "partialcol", failing_search)
+    monkeypatch.setattr(graph_coloring, "long_partialcol", failing_search)
     monkeypatch.setattr(graph_coloring, "hybrid", hybrid)
     rng = np.random.default_rng(5)
     before = rng.bit_generator.state
     assert graph_coloring.fewer_colours(nbrs, colouring, rng) is None
-    assert len(starts) == 4 and all((s < 0).any() for s in starts[:3])  # the first three: a class uncoloured
-    assert np.array_equal(starts[3], np.random.default_rng(6).integers(0, 6, data["n"]))
+    assert len(starts) == 5 and all((s < 0).any() for s in starts[:3])  # the first three: a class uncoloured
+    fresh = np.random.default_rng(6)  # the last two: random colourings of that stream (the searches drew nothing)
+    assert np.array_equal(starts[3], fresh.integers(0, 6, data["n"]))
+    assert np.array_equal(starts[4], fresh.integers(0, 6, data["n"]))
     assert handed == [before, before]
+
+
+def test_long_partialcol_returns_a_proper_partial_colouring_and_its_uncoloured_count():
+    data = leighton(60, 6, 500, 1)
+    nbrs = [np.asarray(sorted(a), dtype=np.intp) for a in graph_coloring._adjacency(data)]
+    start = np.random.default_rng(0).integers(0, 6, data["n"])
+    given = start.copy()
+    for k, steps in ((6, 20_000), (5, 2_000), (6, 0)):  # reachable; not (a 6-clique); no moves at all
+        kept, count = graph_coloring.long_partialcol(nbrs, k, np.minimum(start, k - 1), steps, np.random.default_rng(1))
+        assert count == int((kept < 0).sum()) and kept.max() < k
+        assert all(kept[u] < 0 or kept[u] != kept[v] for u, v in data["edges"]), (k, steps)
+        assert (count == 0) == (k == 6 and steps > 0), (k, steps, count)
+    assert np.array_equal(start, given)  # not changed in place
+    # no moves: the start made proper by uncolouring each vertex that shares its colour with a
+    # lower-numbered neighbour still coloured
+    expected = start.copy()
+    for v in range(data["n"]):
+        if any(u < v and expected[u] == expected[v] for u in nbrs[v]):
+            expected[v] = -1
+    kept, count = graph_coloring.long_partialcol(nbrs, 6, start, 0, np.random.default_rng(1))
+    assert np.array_equal(kept, expected) and count == int((expected < 0).sum())
+
+
+def test_heuristic_colours_le450_15c_with_15_colours_however_its_vertices_are_numbered():
+    """le450_15c's 15 colours came from the file's own numbering: relabelled at random, the
+    stages before the long-tenure PartialCol ended at 16 on labellings 1 and 2 (and 4 of 0-4)."""
+    from mmnp.importers import classic_dir, read_file
+
+    data = read_file("dimacs", classic_dir() / "le450_15c.col", "graph_coloring").data  # the file's numbering
+    n = data["n"]
+    for seed in (1, 2):
+        label = np.random.default_rng(seed).permutation(n)
+        edges = sorted(sorted((int(label[u]), int(label[v]))) for u, v in data["edges"])
+        colours = graph_coloring.heuristic({"n": n, "edges": [list(e) for e in edges]})
+        assert all(colours[u] != colours[v] for u, v in edges)
+        assert len(set(colours)) == 15, seed
