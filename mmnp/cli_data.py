@@ -36,10 +36,13 @@ def import_command(
     optimal: Annotated[bool, typer.Option(help="run the exact solver too")] = True,
     image_size: Annotated[int, typer.Option(help="picture size in pixels")] = 768,
     time_limit: Annotated[float, typer.Option(help="deterministic CP-SAT seconds per instance")] = DEFAULT_TIME_LIMIT,
+    relabel: Annotated[Optional[int], typer.Option(
+        metavar="SEED", help="DIMACS: renumber the vertices by a permutation drawn from SEED (a file's numbering can "
+                             "give the answer away: Leighton's le450 graphs are coloured by vertex mod k)")] = None,
 ) -> None:
     """Import published instances (TSPLIB, DIMACS, OR-Library, or the shipped classic set) as a dataset."""
     manifest = importers.import_files(fmt, files or [], out, task, complement, optima, images, optimal, image_size,
-                                      time_limit)
+                                      time_limit, relabel)
     counts = ", ".join(f"{t}: {sum(c.values())}" for t, c in manifest["counts"].items())
     console.print(f"imported {manifest['total']} instance(s) into {out} ({counts})")
     out_console.print(manifest["benchmark_hash"])

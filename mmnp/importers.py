@@ -32,6 +32,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from mmnp.core import Instance, canonical_json, content_hash
 from mmnp.dataset import MANIFEST, atomic_write, build_manifest, instance_id
 from mmnp.errors import DataError, UsageError
@@ -71,6 +73,7 @@ class Published:
     proven: bool = False
     source: str | None = None
     claimed_in: str | None = None
+    relabel: int | None = None  # the seed of the permutation that renumbered a graph's vertices (`relabelled`)
 
 
 @dataclass(frozen=True)
@@ -85,11 +88,12 @@ class ImportSpec:
     optimal: bool = True
     image_size: int = 768
     time_limit: float = DEFAULT_TIME_LIMIT
+    relabel: int | None = None
 
     def to_json(self) -> dict:
         return {"import": self.format, "files": list(self.files), "task": self.task, "complement": self.complement,
                 "images": self.images, "optimal": self.optimal, "image_size": self.image_size,
-                "time_limit": self.time_limit}
+                "time_limit": self.time_limit, "relabel": self.relabel}
 
 
 # -- readers ------------------------------------------------------------------------------
@@ -410,6 +414,20 @@ def _dimacs_file(text: str, path: Path, task: str | None, complement: bool, unit
     return Published(task, path.stem + ("-complement" if complement else ""), {"n": n, "edges": edges}, path.name)
 
 
+def relabelled(item: Published, seed: int) -> Published:
+    """`item`'s graph with vertex v renumbered label[v], label = numpy's default_rng(seed).permutation(n)
+    (edges normalised as `read_dimacs` leaves them). A file's numbering can give its generator's
+    planted answer away: in every Leighton graph of the DIMACS set (le450_*), vertex v (0- or
+    1-based) mod k is a k-colouring, the optimum; relabelled, the instance is the same up to
+    isomorphism (the same optimum) and the numbers say nothing."""
+    if set(item.data) != {"n", "edges"}:
+        raise UsageError(f"{item.file}: --relabel renumbers a graph's vertices, and a {item.task} instance read from "
+                         "it is no graph; import graphs (DIMACS) with it")
+    label = np.random.default_rng(seed).permutation(item.data["n"]).tolist()
+    edges = sorted(sorted((label[u], label[v])) for u, v in item.data["edges"])
+    return replace(item, data={"n": item.data["n"], "edges": [list(e) for e in edges]}, relabel=seed)
+
+
 def _orlib_file(text: str, path: Path, task: str | None, complement: bool, unit_costs: bool) -> Published:
     where = str(path)
     kind, data = read_orlib(text, where, unit_costs)
@@ -502,6 +520,8 @@ def classic_instances() -> list[Published]:
     for entry in meta["instances"]:
         item = read_file(entry["format"], folder / entry["file"], entry["task"], entry.get("complement", False),
                          entry.get("unit_costs", False))
+        if "relabel" in entry:  # the file's numbering gives the planted answer away (`relabelled`)
+            item = relabelled(item, entry["relabel"])
         where = f"{folder / CLASSIC_META}: {entry['name']!r}"
         claim = {"objective": entry.get("optimum"), "proven": entry.get("proven", False), "source": entry.get("source")}
         optimum, proven, source = read_claim(claim, where)
@@ -579,8 +599,9 @@ def _assemble(item: Published, index: int, shard: str, task: Task, heuristic: di
     if item.optimum is not None:
         reference["published"] = {"objective": item.optimum, "proven": item.proven, "source": item.source,
                                   "name": item.name}
+    params = {"name": item.name, "file": item.file} | ({} if item.relabel is None else {"relabel": item.relabel})
     return Instance(id=instance_id(item.task, shard, index), task=item.task, difficulty=shard, seed=index,
-                    params={"name": item.name, "file": item.file}, data=data, hash=content_hash(item.task, data),
+                    params=params, data=data, hash=content_hash(item.task, data),
                     prompt=task.generator.prompt(data), image_prompt=task.generator.IMAGE_PROMPT,
                     reference=reference)
 
@@ -681,13 +702,17 @@ def _resumed(record: dict | None, item: Published, index: int, shard: str, spec:
 
 def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None, complement: bool = False,
                  optima: Path | None = None, images: bool = True, optimal: bool = True,
-                 image_size: int = 768, time_limit: float = DEFAULT_TIME_LIMIT) -> dict:
-    """What `mmnp import` does: read, attach optima, write the dataset; returns the manifest."""
+                 image_size: int = 768, time_limit: float = DEFAULT_TIME_LIMIT, relabel: int | None = None) -> dict:
+    """What `mmnp import` does: read, attach optima, renumber graphs' vertices (`relabel`: a seed),
+    write the dataset; returns the manifest."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     if FORMATS[fmt].shipped is not None:
         if files:
             raise UsageError(f"`mmnp import {fmt}` takes no files: it imports the shipped {fmt} set")
+        if relabel is not None:
+            raise UsageError(f"--relabel: `mmnp import {fmt}` ships its set as it is (the classic set already "
+                             "renumbers the graphs whose numbering gives an answer away); drop --relabel")
         items, shard = FORMATS[fmt].shipped(), fmt
         names = [f"{i.file}:{i.task}" for i in items]
     else:
@@ -695,6 +720,8 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
             raise UsageError(f"`mmnp import {fmt}` needs at least one file")
         known = load_optima(optima)
         items = [read_file(fmt, path, task, complement) for path in files]
+        if relabel is not None:
+            items = [relabelled(item, relabel) for item in items]
         used = set()
         for k, (path, item) in enumerate(zip(files, items)):
             name = item.name if item.name in known else path.name
@@ -707,5 +734,6 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
             raise DataError(f"--optima {optima}: {unused!r} names none of the imported files; an entry is named by "
                             f"the instance's name or its file name ({', '.join(i.name for i in items)[:200]})")
         shard, names = "imported", [p.name for p in files]
-    spec = ImportSpec(fmt, tuple(names), task, complement, images, optimal, check_image_size(image_size), time_limit)
+    spec = ImportSpec(fmt, tuple(names), task, complement, images, optimal, check_image_size(image_size), time_limit,
+                      relabel)
     return import_dataset(out, items, spec, shard)

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -247,6 +248,34 @@ def test_dimacs_import_needs_a_graph_task(tmp_path: Path):
         import_files("dimacs", [graph], tmp_path / "d1", task="tsp", images=False)
     manifest = import_files("dimacs", [graph], tmp_path / "d2", task="longest_cycle", images=False, optimal=False)
     assert manifest["counts"] == {"longest_cycle": {"imported": 1}}
+
+
+def test_relabel_renumbers_a_graphs_vertices_and_says_so(tmp_path: Path):
+    """A Leighton-style file whose numbering colours it (vertex mod 3, as in DIMACS's le450_*):
+    `--relabel SEED` imports the same graph under numpy's default_rng(SEED).permutation, which
+    the record names, and the numbers no longer give the colouring away."""
+    n, k = 30, 3
+    edges = sorted({(u, v) for u in range(n) for v in range(u + 1, n) if u % k != v % k and (u * 7 + v * 11) % 5 == 0})
+    graph = tmp_path / "le30_3.col"
+    graph.write_text(f"p edge {n} {len(edges)}\n" + "".join(f"e {u + 1} {v + 1}\n" for u, v in edges))
+    assert all(u % k != v % k for u, v in edges)
+    result = runner.invoke(app, ["import", "dimacs", str(graph), "--task", "graph_coloring", "--relabel", "3",
+                                 "--no-images", "--no-optimal", "--out", str(tmp_path / "d")])
+    assert result.exit_code == 0, result.output
+    (inst,) = load_dataset(tmp_path / "d")
+    label = np.random.default_rng(3).permutation(n).tolist()
+    assert inst.data["edges"] == sorted(sorted((label[u], label[v])) for u, v in edges)
+    assert inst.params == {"name": "le30_3", "file": "le30_3.col", "relabel": 3}
+    assert read_manifest(tmp_path / "d")["arguments"]["relabel"] == 3
+    assert any(u % k == v % k for u, v in inst.data["edges"])
+    plain = import_files("dimacs", [graph], tmp_path / "p", task="graph_coloring", images=False, optimal=False)
+    assert plain["arguments"]["relabel"] is None
+    assert next(load_dataset(tmp_path / "p")).data["edges"] == [list(e) for e in edges]
+    (tmp_path / "square5.tsp").write_text(SQUARE)
+    with pytest.raises(UsageError, match="square5.tsp: --relabel renumbers a graph's vertices"):
+        import_files("tsplib", [tmp_path / "square5.tsp"], tmp_path / "t", images=False, relabel=1)
+    with pytest.raises(UsageError, match="--relabel: `mmnp import classic` ships its set as it is"):
+        import_files("classic", [], tmp_path / "c", images=False, relabel=1)
 
 
 # -- bounds, malformed files and published optima, through the real CLI ---------------------
