@@ -42,7 +42,8 @@ def import_command(
 ) -> None:
     """Import published instances (TSPLIB, DIMACS, OR-Library, or the shipped classic set) as a dataset."""
     manifest = importers.import_files(fmt, files or [], out, task, complement, optima, images, optimal, image_size,
-                                      time_limit, relabel)
+                                      time_limit, relabel, notice=lambda line: console.print(
+                                          f"[yellow]warning:[/] {escape(line)}", highlight=False))
     counts = ", ".join(f"{t}: {sum(c.values())}" for t, c in manifest["counts"].items())
     console.print(f"imported {manifest['total']} instance(s) into {out} ({counts})")
     out_console.print(manifest["benchmark_hash"])

@@ -7,7 +7,9 @@
     mmnp import classic --out D
 
 The dataset has the layout `mmnp generate` writes (`manifest.json`, `<task>/<shard>.jsonl`,
-pictures), so `mmnp eval` and `mmnp show` read it as any other. Each record's reference holds
+pictures), so `mmnp eval` and `mmnp show` read it as any other. `--relabel SEED` renumbers a
+graph's vertices (`relabelled`): a file's numbering can hand over the answer (Leighton's le450
+graphs are coloured by vertex mod k), and an import of such a colouring file without it warns. Each record's reference holds
 the heuristic's and the exact solver's answers as usual, and, where a published optimum is
 known, `reference["published"] = {"objective", "proven", "source", "name"}`; the exact
 solver's `proven` is true when the exact solver proved it or it reaches a proven published optimum.
@@ -428,6 +430,35 @@ def relabelled(item: Published, seed: int) -> Published:
     return replace(item, data={"n": item.data["n"], "edges": [list(e) for e in edges]}, relabel=seed)
 
 
+def numbering_colours(n: int, edges: list[list[int]], limit: int) -> tuple[int, str] | None:
+    """The fewest colours, at most `limit`, with which the vertex numbers alone colour the graph
+    properly, by residue (v mod k) or by consecutive blocks (v // ceil(n / k)), and the rule; None
+    if neither does within `limit`."""
+    if not edges:
+        return None
+    u, v = np.asarray(edges, dtype=np.int64).T
+    for k in range(2, limit + 1):
+        if not np.any(u % k == v % k):
+            return k, f"vertex mod {k}"
+        size = -(-n // k)
+        if not np.any(u // size == v // size):
+            return k, f"blocks of {size} consecutive vertices"
+    return None
+
+
+def _numbering_notice(item: Published) -> str | None:
+    """A line for a colouring instance whose vertex numbers colour it with as few colours as a
+    clique in it has: an optimal answer read off the numbers (every Leighton graph, le450_*)."""
+    if item.task != "graph_coloring":
+        return None
+    clique = len(get_task(item.task).solver.large_clique(item.data))
+    found = numbering_colours(item.data["n"], item.data["edges"], clique)
+    if found is None:
+        return None
+    return (f"{item.file}: its vertex numbers colour it with {found[0]} colours ({found[1]}), as few as its "
+            f"{clique}-clique needs: an optimal answer a model can read off the numbers; import it with --relabel SEED")
+
+
 def _orlib_file(text: str, path: Path, task: str | None, complement: bool, unit_costs: bool) -> Published:
     where = str(path)
     kind, data = read_orlib(text, where, unit_costs)
@@ -702,9 +733,11 @@ def _resumed(record: dict | None, item: Published, index: int, shard: str, spec:
 
 def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None, complement: bool = False,
                  optima: Path | None = None, images: bool = True, optimal: bool = True,
-                 image_size: int = 768, time_limit: float = DEFAULT_TIME_LIMIT, relabel: int | None = None) -> dict:
+                 image_size: int = 768, time_limit: float = DEFAULT_TIME_LIMIT, relabel: int | None = None,
+                 notice: Callable[[str], None] | None = None) -> dict:
     """What `mmnp import` does: read, attach optima, renumber graphs' vertices (`relabel`: a seed),
-    write the dataset; returns the manifest."""
+    write the dataset; returns the manifest. `notice` takes a line for each colouring instance
+    whose vertex numbers already colour it (`numbering_colours`) when it is not renumbered."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     if FORMATS[fmt].shipped is not None:
@@ -722,6 +755,9 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
         items = [read_file(fmt, path, task, complement) for path in files]
         if relabel is not None:
             items = [relabelled(item, relabel) for item in items]
+        elif notice is not None:
+            for line in filter(None, map(_numbering_notice, items)):
+                notice(line)
         used = set()
         for k, (path, item) in enumerate(zip(files, items)):
             name = item.name if item.name in known else path.name

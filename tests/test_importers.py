@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from mmnp.dataset import load_dataset, read_manifest
 from mmnp.errors import DataError, UsageError
-from mmnp.importers import import_files, read_dimacs, read_orlib, read_tsplib
+from mmnp.importers import import_files, numbering_colours, read_dimacs, read_orlib, read_tsplib
 from mmnp.registry import get_task
 
 SQUARE = """NAME : square5
@@ -262,15 +262,27 @@ def test_relabel_renumbers_a_graphs_vertices_and_says_so(tmp_path: Path):
     result = runner.invoke(app, ["import", "dimacs", str(graph), "--task", "graph_coloring", "--relabel", "3",
                                  "--no-images", "--no-optimal", "--out", str(tmp_path / "d")])
     assert result.exit_code == 0, result.output
+    assert "warning" not in result.output
     (inst,) = load_dataset(tmp_path / "d")
     label = np.random.default_rng(3).permutation(n).tolist()
     assert inst.data["edges"] == sorted(sorted((label[u], label[v])) for u, v in edges)
     assert inst.params == {"name": "le30_3", "file": "le30_3.col", "relabel": 3}
     assert read_manifest(tmp_path / "d")["arguments"]["relabel"] == 3
     assert any(u % k == v % k for u, v in inst.data["edges"])
-    plain = import_files("dimacs", [graph], tmp_path / "p", task="graph_coloring", images=False, optimal=False)
+    notices: list[str] = []
+    plain = import_files("dimacs", [graph], tmp_path / "p", task="graph_coloring", images=False, optimal=False,
+                         notice=notices.append)
+    assert notices == [f"{graph.name}: its vertex numbers colour it with 3 colours (vertex mod 3), as few as its 3-clique "
+                       "needs: an optimal answer a model can read off the numbers; import it with --relabel SEED"]
     assert plain["arguments"]["relabel"] is None
     assert next(load_dataset(tmp_path / "p")).data["edges"] == [list(e) for e in edges]
+    result = runner.invoke(app, ["import", "dimacs", str(graph), "--task", "graph_coloring", "--no-images",
+                                 "--no-optimal", "--out", str(tmp_path / "w")])
+    assert result.exit_code == 0 and "le30_3.col: its vertex numbers colour it with 3 colours" in result.output
+    assert numbering_colours(n, inst.data["edges"], 10) is None  # renumbered: no rule up to 10 colours
+    blocks = [[u, v] for u in range(12) for v in range(u + 1, 12) if u // 4 != v // 4]  # K(4,4,4) numbered by part
+    assert numbering_colours(12, blocks, 3) == (3, "blocks of 4 consecutive vertices")
+    assert numbering_colours(12, blocks, 2) is None
     (tmp_path / "square5.tsp").write_text(SQUARE)
     with pytest.raises(UsageError, match="square5.tsp: --relabel renumbers a graph's vertices"):
         import_files("tsplib", [tmp_path / "square5.tsp"], tmp_path / "t", images=False, relabel=1)
