@@ -330,6 +330,7 @@ def source_command(manifest: dict) -> str:
         parts = [f"mmnp import {a['import']}", *map(shlex.quote, a["files"]), "--out DATA"]
         parts += [f"--task {a['task']}"] if a.get("task") else []
         parts += ["--complement"] if a.get("complement") else []
+        parts += [f"--relabel {a['relabel']}"] if a.get("relabel") is not None else []
     else:
         parts = ["mmnp generate --out DATA", f"--tasks {','.join(a['tasks'])}",
                  f"--difficulty {','.join(a['difficulties'])}", f"--count {a['count']}", f"--seed {a['seed']}"]

@@ -448,15 +448,17 @@ def numbering_colours(n: int, edges: list[list[int]], limit: int) -> tuple[int, 
 
 def _numbering_notice(item: Published) -> str | None:
     """A line for a colouring instance whose vertex numbers colour it with as few colours as a
-    clique in it has: an optimal answer read off the numbers (every Leighton graph, le450_*)."""
+    clique in it has, or as its published optimum (`--optima`): an optimal answer read off the
+    numbers (every Leighton graph, le450_*)."""
     if item.task != "graph_coloring":
         return None
     clique = len(get_task(item.task).solver.large_clique(item.data))
-    found = numbering_colours(item.data["n"], item.data["edges"], clique)
+    bound, why = max((clique, f"its {clique}-clique needs"), (int(item.optimum or 0), "its published optimum"))
+    found = numbering_colours(item.data["n"], item.data["edges"], bound)
     if found is None:
         return None
-    return (f"{item.file}: its vertex numbers colour it with {found[0]} colours ({found[1]}), as few as its "
-            f"{clique}-clique needs: an optimal answer a model can read off the numbers; import it with --relabel SEED")
+    return (f"{item.file}: its vertex numbers colour it with {found[0]} colours ({found[1]}), as few as {why}: an "
+            "optimal answer a model can read off the numbers; import it with --relabel SEED")
 
 
 def _orlib_file(text: str, path: Path, task: str | None, complement: bool, unit_costs: bool) -> Published:
@@ -740,6 +742,8 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
     whose vertex numbers already colour it (`numbering_colours`) when it is not renumbered."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if relabel is not None and relabel < 0:
+        raise UsageError(f"--relabel {relabel}: a seed is a whole number >= 0")
     if FORMATS[fmt].shipped is not None:
         if files:
             raise UsageError(f"`mmnp import {fmt}` takes no files: it imports the shipped {fmt} set")
@@ -755,9 +759,6 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
         items = [read_file(fmt, path, task, complement) for path in files]
         if relabel is not None:
             items = [relabelled(item, relabel) for item in items]
-        elif notice is not None:
-            for line in filter(None, map(_numbering_notice, items)):
-                notice(line)
         used = set()
         for k, (path, item) in enumerate(zip(files, items)):
             name = item.name if item.name in known else path.name
@@ -769,6 +770,9 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
             unused = sorted(set(known) - used)[0]
             raise DataError(f"--optima {optima}: {unused!r} names none of the imported files; an entry is named by "
                             f"the instance's name or its file name ({', '.join(i.name for i in items)[:200]})")
+        if relabel is None and notice is not None:
+            for line in filter(None, map(_numbering_notice, items)):
+                notice(line)
         shard, names = "imported", [p.name for p in files]
     spec = ImportSpec(fmt, tuple(names), task, complement, images, optimal, check_image_size(image_size), time_limit,
                       relabel)

@@ -15,8 +15,9 @@ stage only if the ones before failed:
      4 seeds of 5); these 300 n moves come on top of `step_budget(n)`;
   5. PartialCol from another random colouring of that stream, as the paper states it (the
      neighbours a move uncolours may not take its colour back) with a tenure of 1.5 x
-     |uncoloured| + 0-9 (the authors' 0.6 stalls), its moves compiled: 15 n^2 of them, at most
-     4 million (n = 450: 3 million, 2-4 CPU s), also on top of `step_budget(n)` (le450_15c and
+     |uncoloured| + 0-9 (at the authors' 0.6 it fails half the time or more), its moves
+     compiled: 15 n^2 of them, at most 4 million (n = 450: 3 million, 2-4 CPU s), also on top
+     of `step_budget(n)` (le450_15c and
      le450_15d, relabelled at random, reach 15 here where the other stages end at 16 on some
      labellings: `long_partialcol`);
   6. HEA with PartialCol children (10 n moves each), half of what is left;
@@ -188,8 +189,8 @@ def partialcol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
     return kept, best
 
 
-def long_partialcol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
-                    rng: np.random.Generator) -> tuple[np.ndarray, int]:
+def long_partialcol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int, rng: np.random.Generator,
+                    per_uncoloured: float = LONG_TENURE_PER_UNCOLOURED) -> tuple[np.ndarray, int]:
     """PartialCol as Bloechliger & Zufferey's paper states it, compiled, with a longer tenure: a
     move gives an uncoloured vertex the colour that uncolours fewest of its neighbours (ties at
     random), and each neighbour it uncolours may not take that colour back for
@@ -197,14 +198,16 @@ def long_partialcol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: in
     that leaves fewer uncoloured than the best seen; a random move when all are tabu. `start`:
     colours 0..k-1 or -1; a vertex sharing its colour with a lower-numbered neighbour that keeps
     its colour starts uncoloured. The partial colouring with fewest uncoloured vertices seen
-    within `steps` moves (stopping at 0), and that count. On le450_15c and le450_15d at 15
-    colours, from random colourings (8 seeds each), it reaches 15 within 2 million moves 8 times
-    in 8 at 1.5 (and at 1.0 with 0-29); at the authors' 0.6 it reaches 15 twice and never (the
-    file's numbering relabelled at random, the earlier stages end at 16 on 3 labellings in 5)."""
+    within `steps` moves (stopping at 0), and that count. From 8 random 15-colourings each of
+    le450_15c and le450_15d, on the file's numbering and renumbered (`default_rng(1)`), it
+    reaches 15 within 2 million moves 8 times in 8 on all four at 1.5 (0.2-0.5 CPU s a run); at
+    the authors' 0.6, 3, 4, 1 and 1 times (1 CPU s a run). Renumbered at random, le450_15c ended
+    at 16 on 3 labellings in 5 before this stage was added."""
+    if k < 1 or (len(start) and not -1 <= int(start.min()) <= int(start.max()) < k):
+        raise ValueError(f"long_partialcol: {k} colours, a start with colours {int(start.min())}..{int(start.max())}")
     draws = rng.integers(0, 10, size=steps + 1, dtype=np.int8)  # tenure noise, then tie draws
     ties = rng.random(steps + 1, dtype=np.float32)
-    kept, best = _partialcol_moves(*_csr(nbrs), k, start.astype(np.int64), steps, draws, ties,
-                                   LONG_TENURE_PER_UNCOLOURED)
+    kept, best = _partialcol_moves(*_csr(nbrs), k, start.astype(np.int64), steps, draws, ties, per_uncoloured)
     return kept, int(best)
 
 

@@ -596,3 +596,25 @@ def test_an_imported_dataset_exports_with_its_import_line_on_the_card(tmp_path):
     assert "    mmnp import tsplib 'square 5.tsp' --out DATA --image-size 768 --time-limit 1 --no-images\n" in card
     (inst,) = load_export(tmp_path / "x").instances
     assert inst.id == "tsp-imported-0000" and inst.reference["optimal"]["objective"] == 14
+
+
+def test_the_cards_import_line_renumbers_as_the_import_did(tmp_path, monkeypatch):
+    """A `--relabel SEED` import's card left the seed out: its rebuild line imported the file's
+    own numbering, another dataset (and the one whose numbers can give the answer away)."""
+    import shlex
+
+    from mmnp.cli import app
+    from mmnp.importers import import_files
+
+    (tmp_path / "g.col").write_text("p edge 6 7\ne 1 2\ne 2 3\ne 3 4\ne 4 5\ne 5 6\ne 6 1\ne 1 4\n")
+    import_files("dimacs", [tmp_path / "g.col"], tmp_path / "ds", task="graph_coloring", images=False,
+                 optimal=False, relabel=5)
+    export_dataset(tmp_path / "ds", tmp_path / "x", "hf")
+    line = next(l.strip() for l in (tmp_path / "x" / "README.md").read_text().splitlines()
+                if l.strip().startswith("mmnp import"))
+    assert "--relabel 5" in line
+    monkeypatch.chdir(tmp_path)
+    args = shlex.split(line.replace("--out DATA", "--out again"))[1:]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    (first,), (second,) = load_dataset(tmp_path / "ds"), load_dataset(tmp_path / "again")
+    assert second.data == first.data and second.params == first.params

@@ -283,11 +283,29 @@ def test_relabel_renumbers_a_graphs_vertices_and_says_so(tmp_path: Path):
     blocks = [[u, v] for u in range(12) for v in range(u + 1, 12) if u // 4 != v // 4]  # K(4,4,4) numbered by part
     assert numbering_colours(12, blocks, 3) == (3, "blocks of 4 consecutive vertices")
     assert numbering_colours(12, blocks, 2) is None
+    with pytest.raises(UsageError, match="--relabel -1: a seed is a whole number >= 0"):
+        import_files("dimacs", [graph], tmp_path / "n", task="graph_coloring", images=False, relabel=-1)
     (tmp_path / "square5.tsp").write_text(SQUARE)
     with pytest.raises(UsageError, match="square5.tsp: --relabel renumbers a graph's vertices"):
         import_files("tsplib", [tmp_path / "square5.tsp"], tmp_path / "t", images=False, relabel=1)
     with pytest.raises(UsageError, match="--relabel: `mmnp import classic` ships its set as it is"):
         import_files("classic", [], tmp_path / "c", images=False, relabel=1)
+
+
+def test_the_numbering_warning_holds_the_numbers_to_the_published_optimum_too(tmp_path: Path):
+    """A 5-cycle numbered around: vertex mod 3 colours it with its 3 colours, more than its largest
+    clique (2) needs, so only its published optimum shows that the numbers answer optimally."""
+    cycle = tmp_path / "c5.col"
+    cycle.write_text("p edge 5 5\ne 1 2\ne 2 3\ne 3 4\ne 4 5\ne 5 1\n")
+    (tmp_path / "o.json").write_text('{"c5": {"objective": 3, "proven": true}}')
+    seen: list[str] = []
+    import_files("dimacs", [cycle], tmp_path / "a", task="graph_coloring", images=False, optimal=False,
+                 notice=seen.append)
+    assert seen == []
+    import_files("dimacs", [cycle], tmp_path / "b", task="graph_coloring", images=False, optimal=False,
+                 optima=tmp_path / "o.json", notice=seen.append)
+    assert seen == ["c5.col: its vertex numbers colour it with 3 colours (vertex mod 3), as few as its published "
+                    "optimum: an optimal answer a model can read off the numbers; import it with --relabel SEED"]
 
 
 # -- bounds, malformed files and published optima, through the real CLI ---------------------
