@@ -17,9 +17,8 @@ stage only if the ones before failed:
      neighbours a move uncolours may not take its colour back) with a tenure of 1.5 x
      |uncoloured| + 0-9 (at the authors' 0.6 it fails half the time or more), its moves
      compiled: 15 n^2 of them, at most 4 million (n = 450: 3 million, 2-4 CPU s), also on top
-     of `step_budget(n)` (le450_15c and
-     le450_15d, relabelled at random, reach 15 here where the other stages end at 16 on some
-     labellings: `long_partialcol`);
+     of `step_budget(n)` (le450_15c and le450_15d, relabelled at random, reach 15 here where
+     the other stages end at 16 on some labellings: `long_partialcol`);
   6. HEA with PartialCol children (10 n moves each), half of what is left;
   7. HEA with TabuCol children (20 n moves each), the other half's CPU: TabuCol's moves are
      compiled (numba), 23x the numpy loop's rate on DSJC250.5 with the same moves, so this
@@ -45,9 +44,10 @@ follow the authors' FOO code (marijnheule/clicolcom React-Partialcol) with a fix
 reactive, tenure; stage 5's follows the paper's tabu rule with a longer tenure.
 
 Measured (bench_published, seed 0): le450_15a-d all 15 (1-9 CPU s; and on each of 4 random
-relabellings, where le450_15c ended at 16 on 3 of 5 labellings before stage 5), DSJC250.5 28 and DSJC500.1
-12, the best known (12 and 53 s; with stage 7 in numpy at its 1x share: 29 and 13), le450_25c/d
-26 at 27-36 s (stage 4 on le450_25c, which ended at 27 without it; 25 is out of reach here:
+relabellings, where le450_15c ended at 16 on 3 of 5 labellings before stage 5), DSJC250.9 72,
+DSJC250.5 28 and DSJC500.1 12, the best known (16 and 57 s; with stage 7 in numpy at its 1x
+share: 29 and 13), le450_25c/d 26 at 32-39 s (stage 4 on le450_25c, which ended at 27
+without it; 25 is out of reach here:
 docs/datasets.md), queen11_11 11 (1 s: local search 12, then the exact cover),
 queen13_13 13 (11-14 s: local search 14; over all 73,712 13-queens solutions neither
 Algorithm X in millions of nodes, a cover search for 360,000 steps nor CP-SAT in 418
