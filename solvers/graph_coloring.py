@@ -25,8 +25,9 @@ stage only if the ones before failed:
      stage gets COMPILED_MOVES_PER_STEP = 25 moves a step (2.6 million at n = 250, which reach
      DSJC250.5's 28 colours). The gain is smaller where a move scans more (8-11x measured on
      dense or 1,000-vertex graphs): there this stage costs up to 3x the CPU it did in numpy.
-At k equal to the clique's size, when local search fails and a greedy search splits the
-vertices into k-cliques (a queen graph's rows), an exact cover of the vertices by independent
+At k equal to the clique's size, when local search fails and a greedy search (or, where it
+finds none, an exact cover by k-cliques) splits the vertices into k-cliques (a queen graph's
+rows), an exact cover of the vertices by independent
 sets with one vertex per clique (`clique_cover_colouring`, each stage within a node budget) is
 tried last, and where the numbering's reversal is an automorphism, a cover it maps onto itself.
 The search stops at the first k it cannot reach in its budget, or when k equals the clique's
@@ -48,7 +49,8 @@ relabellings, where le450_15c ended at 16 on 3 of 5 labellings before stage 5), 
 DSJC250.5 28 and DSJC500.1 12, the best known (16 and 57 s; with stage 7 in numpy at its 1x
 share: 29 and 13), le450_25c/d 26 at 32-39 s (stage 4 on le450_25c, which ended at 27
 without it; 25 is out of reach here:
-docs/datasets.md), queen11_11 11 (1 s: local search 12, then the exact cover),
+docs/datasets.md), queen11_11 11 (1 s: local search 12, then the exact cover; renumbered at
+random, 1.4-3 s on 8 labellings of 8, `covering_partition` and the larger cover budgets),
 queen13_13 13 (11-14 s: local search 14; over all 73,712 13-queens solutions neither
 Algorithm X in millions of nodes, a cover search for 360,000 steps nor CP-SAT in 418
 deterministic seconds made 13, nor CP-SAT on the colouring with each 13-clique all different in
@@ -84,8 +86,10 @@ CHILD_STEPS_PER_VERTEX = 20  # ... or this many per vertex with TabuCol ...
 PARTIAL_CHILD_STEPS_PER_VERTEX = 10  # ... or with PartialCol
 COMPILED_MOVES_PER_STEP = 25  # compiled TabuCol moves the last HEA gets per step of its share (the same CPU)
 PARTITION_NODES = 20_000  # search nodes splitting the vertices into cliques of the lower bound's size
-TRANSVERSAL_NODES = 200_000  # search nodes listing the independent sets with one vertex per clique
-COVER_NODES = 5_000  # exact-cover search nodes over those sets (queen11_11 takes ~150)
+TRANSVERSAL_NODES = 1_000_000  # search nodes listing the independent sets with one vertex per clique
+#   (queen11_11's 2,680 take up to ~200,000 on the board's order, up to 1 million renumbered)
+COVER_NODES = 100_000  # exact-cover search nodes over those sets (queen11_11 takes ~150 on the board's
+#   order, 20,000-100,000 renumbered at random)
 TURNED_TRANSVERSAL_NODES = 4_000_000  # the listing's budget where the numbering's reversal is an
 #   automorphism (queen13_13's 73,712 13-queens solutions take 3.5 million, ~6 CPU s)
 TURNED_MAX_CLASSES = 100_000  # ... and at most this many classes for it to pair (queen13_13: 73,712)
@@ -503,6 +507,30 @@ def clique_partition(masks: list[int], k: int, nodes: int) -> list[list[int]] | 
     return parts
 
 
+def covering_partition(masks: list[int], k: int, nodes: int) -> list[list[int]] | None:
+    """The vertices split into disjoint k-cliques however they are numbered, or None: every
+    k-clique listed (from its lowest vertex; a branch ends when the candidates left cannot make
+    k), then an exact cover of the vertices by them (Algorithm X), within `nodes` search nodes
+    in all. Where `clique_partition`'s greedy split, which follows the numbering, finds none (a
+    queen graph renumbered at random: 1 labelling in 8 of queen11_11), this finds its rows or
+    columns."""
+    cliques: list[int] = []
+    for v in range(len(masks)):
+        stack = [(1 << v, masks[v] >> (v + 1) << (v + 1), 1)]
+        while stack:
+            members, candidates, size = stack.pop()
+            nodes -= 1
+            if nodes < 0:
+                return None
+            if size == k:
+                cliques.append(members)
+            elif size + candidates.bit_count() >= k:
+                stack.extend((members | 1 << u, candidates >> (u + 1) << (u + 1) & masks[u], size + 1)
+                             for u in _members(candidates))
+    picked = exact_cover(cliques, (1 << len(masks)) - 1, nodes)
+    return None if picked is None else [_members(cliques[i]) for i in sorted(picked)]
+
+
 def transversals(parts: list[list[int]], masks: list[int], nodes: int) -> list[int] | None:
     """Every independent set with one vertex in each part (as bit masks, in the lexicographic
     order of the chosen vertices), or None after `nodes` search nodes and sets found (each
@@ -625,7 +653,7 @@ def clique_cover_colouring(masks: list[int], k: int) -> np.ndarray | None:
     n = len(masks)
     if k < 2 or n % k:
         return None
-    parts = clique_partition(masks, k, PARTITION_NODES)
+    parts = clique_partition(masks, k, PARTITION_NODES) or covering_partition(masks, k, PARTITION_NODES)
     if parts is None:
         return None
     everything = (1 << n) - 1

@@ -144,6 +144,35 @@ def test_heuristic_colours_queen13_13_with_13_colours():
     assert len(set(colours)) == 13 and max(colours) == 13
 
 
+def renumbered(data: dict, seed: int) -> dict:
+    label = np.random.default_rng(seed).permutation(data["n"])
+    return {"n": data["n"], "edges": sorted(sorted((int(label[u]), int(label[v]))) for u, v in data["edges"])}
+
+
+def test_heuristic_colours_queen11_11_with_11_colours_however_its_cells_are_numbered():
+    """Renumbered at random, queen11_11 ended at 12: on labelling 4 the greedy split into
+    11-cliques finds none (the covering split finds its rows or columns) and listing its 2,680
+    solutions takes over 200,000 nodes; on labelling 7 Algorithm X needs 20,000-100,000 nodes,
+    where on the board's order it takes ~150."""
+    for seed in (4, 7):
+        data = renumbered(queen(11), seed)
+        colours = mmnp.get_task("graph_coloring").solver.heuristic(data)
+        assert all(colours[u] != colours[v] for u, v in data["edges"])
+        assert len(set(colours)) == 11, seed
+
+
+def test_covering_partition_splits_a_renumbered_queen_graph_where_the_greedy_split_does_not():
+    from mmnp.kits.graphs import neighbour_masks
+
+    solver = mmnp.get_task("graph_coloring").solver
+    masks = neighbour_masks(renumbered(queen(11), 4))
+    assert solver.clique_partition(masks, 11, solver.PARTITION_NODES) is None
+    parts = solver.covering_partition(masks, 11, solver.PARTITION_NODES)
+    assert sorted(v for part in parts for v in part) == list(range(121)) and len(parts) == 11
+    assert all(masks[u] >> v & 1 for part in parts for u in part for v in part if u != v)
+    assert solver.covering_partition(masks, 11, 50) is None  # past its node budget
+    assert solver.covering_partition(neighbour_masks(renumbered(queen(6), 1)), 7, 1_000) is None  # no 7-clique
+
 def test_turned_cover_is_a_colouring_the_reversal_maps_onto_itself():
     from mmnp.kits.graphs import neighbour_masks
 
