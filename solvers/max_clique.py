@@ -10,8 +10,10 @@ high-degree vertices). mmnp tunes nothing per instance: it runs DLS-MC at pd 1, 
 equal share of the steps, and keeps the largest clique. Budget, in steps (so deterministic),
 over the five runs together: 50 per vertex pair (n^2), at most 8 million; stopping earlier
 after 15 per vertex pair without a larger clique, or when a run reaches the branch and bound's
-upper bound. At 150,000-250,000 steps/s that is up to ~40 CPU s on a 400-vertex graph the
-branch and bound leaves open (brock400, gen400), 3-4 s at 155 vertices (vertex cover at L10).
+upper bound. The runs are compiled (`local_search`; the moves of the Python generators they
+replaced, so the generated references are unchanged): about 1-2 million steps/s, 3-5 CPU s on
+a 400-vertex graph the branch and bound leaves open (brock400, gen400; 10-13 s in the Python
+loop) and 14 s on brock800 (36 s).
 brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over seeds 0-4 (the
 heuristic's seed: 0.5 million); the patience, 2.4 million at 400 vertices, covers four of
 those five. Generated instances up to `hard` are proven by the branch and bound and never
@@ -22,13 +24,13 @@ independent set, an independent set a clique of the complement)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from random import Random
 
 import numpy as np
 
 from mmnp.kits.graphs import neighbour_masks
 from mmnp.solvers import cpsat
+from mmnp.solvers.compiled import compiled, randbelow, twister
 
 QUICK_NODES = 2_000  # a first branch and bound, enough for small graphs
 WARM_STEPS = 3_000  # local-search steps for an incumbent before the full branch and bound
@@ -52,11 +54,11 @@ def maximum_clique(n: int, masks: list[int], nodes: int = NODES) -> list[int]:
     search = CliqueSearch(n, masks)
     if search.run(QUICK_NODES):
         return sorted(search.best)
-    search.best = max(local_search(n, masks, [], min(WARM_STEPS, 50 * n), n), search.best, key=len)
+    search.best = max(local_search(n, masks, [], min(WARM_STEPS, 50 * n), n)[0], search.best, key=len)
     if search.run(nodes) or len(search.best) >= search.bound:
         return sorted(search.best)
-    found = local_search(n, masks, [], min(STEPS, STEPS_PER_PAIR * n * n), search.bound, seed=1,
-                         patience=PATIENCE_PER_PAIR * n * n)
+    found, _ = local_search(n, masks, [], min(STEPS, STEPS_PER_PAIR * n * n), search.bound, seed=1,
+                            patience=PATIENCE_PER_PAIR * n * n)
     return sorted(max(found, search.best, key=len))
 
 
@@ -139,153 +141,186 @@ class _Budget(Exception):
 
 
 def local_search(n: int, masks: list[int], start: list[int], steps: int, target: int,
-                 seed: int = 0, patience: int | None = None) -> list[int]:
+                 seed: int = 0, patience: int | None = None) -> tuple[list[int], int]:
     """DLS-MC at every penalty delay of PENALTY_DELAYS, interleaved: each run takes its turn
     (one dead end at a time) while it has used the fewest steps, so each gets an equal share of
     `steps`. Stops when a run reaches `target`, after `steps` moves in all, or after
-    `patience` of them without a larger clique."""
-    runs = [_dls_mc(n, masks, start, delay, seed * len(PENALTY_DELAYS) + i, target)
-            for i, delay in enumerate(PENALTY_DELAYS)]
-    used = [0] * len(runs)
-    best, improved_at = list(start), 0
-    patience = steps if patience is None else patience
-    while sum(used) < steps and sum(used) - improved_at < patience and len(best) < target:
-        turn = used.index(min(used))
-        clique, used[turn] = next(runs[turn])
-        if len(clique) > len(best):
-            best, improved_at = clique, sum(used)
-    return best
+    `patience` of them without a larger clique. The largest clique met (in the order its run
+    added the vertices) and the moves made in all.
+
+    One run (Pullan & Hoos, JAIR 25, 2006), with penalty delay pd and its own Random(seed x 5 +
+    i): grow the clique by the least-penalised vertex adjacent to all of it; when none is, swap
+    in the least-penalised vertex missing exactly one member (a swapped-out vertex does not
+    return within the plateau, which ends when no vertex of the clique it began with is left);
+    at a dead end the members' penalties rise, and every pd-th time all penalties fall by one.
+    Perturbation as the paper's: pd > 1 restarts from the last vertex added, pd 1 adds a random
+    vertex and drops its non-neighbours. Ties go to the `getrandbits(32) % count`-th lowest
+    vertex, a random vertex is `randrange(n)`: the moves of the bit-set Python generators this
+    replaced (tests/test_heuristic_max_clique.py), compiled (`_dls_mc_runs`): 3-10x their rate
+    (brock800 2.8x, brock400 4.6x, C125.9 10x; ~1 million steps/s at 400 vertices)."""
+    runs = len(PENALTY_DELAYS)
+    states = np.zeros((runs, 624), dtype=np.int64)
+    positions = np.zeros(runs, dtype=np.int64)
+    for i in range(runs):
+        state = Random(seed * runs + i).getstate()[1]  # 624 words of MT19937, then the position
+        states[i], positions[i] = state[:-1], state[-1]
+    width = (n + 7) // 8
+    adjacent = np.unpackbits(np.frombuffer(b"".join(m.to_bytes(width, "little") for m in masks), dtype=np.uint8)
+                             .reshape(n, width), axis=1, count=n, bitorder="little").astype(bool)
+    rows, missing = np.nonzero(~adjacent)  # each vertex's non-neighbours, itself included, ascending
+    first = np.searchsorted(rows, np.arange(n + 1)).astype(np.int64)
+    found, size, made = _dls_mc_runs(n, first, missing.astype(np.int64), np.array(PENALTY_DELAYS, dtype=np.int64),
+                                     states, positions, np.array(start, dtype=np.int64), steps, target,
+                                     steps if patience is None else patience)
+    return [int(v) for v in found[:size]], int(made)
 
 
-def _dls_mc(n: int, masks: list[int], start: list[int], delay: int, seed: int,
-            target: int) -> Iterator[tuple[list[int], int]]:
-    """DLS-MC (Pullan & Hoos, JAIR 25, 2006) with penalty delay `delay`; yields (largest clique
-    so far, steps so far) at every dead end. Grow the clique by the least-penalised vertex
-    adjacent to all of it; when none is, swap in the least-penalised vertex missing exactly one
-    member (a swapped-out vertex does not return within the plateau, which ends when no vertex
-    of the clique it began with is left); at a dead end the members' penalties rise, and every
-    `delay`-th time all penalties fall by one. Perturbation as the paper's: delay > 1 restarts
-    from the last vertex added, delay 1 adds a random vertex and drops its non-neighbours.
+@compiled
+def _least(n: int, count: np.ndarray, member: np.ndarray, banned: np.ndarray, missing_one: bool,
+           raised: np.ndarray, decays: int, tied: np.ndarray, state: np.ndarray, position: int) -> tuple[int, int]:
+    """The least-penalised vertex adjacent to every member (`missing_one`: a non-member, not
+    banned, missing exactly one), ties by the `getrandbits(32) % ties`-th lowest; -1 if none.
+    (the vertex, the twister's new position)."""
+    ties, lowest = 0, 1 << 62
+    for v in range(n):
+        if (count[v] == 1 and not member[v] and not banned[v]) if missing_one else count[v] == 0:
+            penalty = raised[v] - decays if raised[v] > decays else 0
+            if penalty < lowest:
+                lowest, ties = penalty, 0
+            if penalty == lowest:
+                tied[ties] = v
+                ties += 1
+    if ties == 0:
+        return -1, position
+    if ties == 1:
+        return tied[0], position
+    position, word = twister(state, position)
+    return tied[word % ties], position
 
-    Counts of non-adjacent members are kept per vertex in bit planes (plane i holds bit i of
-    every count), so adding or removing a member is a bit-sliced increment or decrement;
-    penalties as one bit set per penalty value, so the least-penalised candidates are the first
-    non-empty intersection."""
-    rng = Random(seed)
-    full = (1 << n) - 1
-    missing = [full & ~m for m in masks]  # a vertex's non-neighbours, itself included
-    planes = [0] * n.bit_length()
-    level = [full]  # level[p]: the vertices with penalty p
-    raised = [0] * n  # a vertex's penalty is raised[v] - decays, or 0 when that is negative
-    clique: list[int] = []
-    best: list[int] = []
-    members = updates = decays = step = 0
 
-    def add(v: int) -> None:
-        nonlocal members
-        carry = missing[v]
-        for i, plane in enumerate(planes):
-            planes[i] = plane ^ carry
-            carry &= plane
-            if not carry:
-                break
-        clique.append(v)
-        members |= 1 << v
+@compiled
+def _join(v: int, first: np.ndarray, missing: np.ndarray, count: np.ndarray, member: np.ndarray,
+          order: np.ndarray, size: int) -> int:
+    for j in range(first[v], first[v + 1]):
+        count[missing[j]] += 1
+    member[v] = True
+    order[size] = v
+    return size + 1
 
-    def remove(u: int) -> None:
-        nonlocal members
-        borrow = missing[u]
-        for i, plane in enumerate(planes):
-            planes[i] = plane ^ borrow
-            borrow &= ~plane
-            if not borrow:
-                break
-        clique.remove(u)
-        members ^= 1 << u
 
-    def least(candidates: int) -> int:
-        """The least-penalised candidate, ties broken at random: by the first penalty level
-        that meets the candidates, or, when that is not among as many levels as there are
-        candidates (penalties spread wide at a long delay), candidate by candidate."""
-        for vertices in level[:candidates.bit_count()]:
-            tied = candidates & vertices
-            if tied:
-                count = tied.bit_count()
-                if count > 1:
-                    for _ in range(rng.getrandbits(32) % count):
-                        tied &= tied - 1
-                return (tied & -tied).bit_length() - 1
-        lowest, chosen = len(level), []
-        while candidates:
-            low = candidates & -candidates
-            v = low.bit_length() - 1
-            candidates ^= low
-            p = raised[v] - decays if raised[v] > decays else 0
-            if p < lowest:
-                lowest, chosen = p, [v]
-            elif p == lowest:
-                chosen.append(v)
-        return chosen[rng.getrandbits(32) % len(chosen)] if len(chosen) > 1 else chosen[0]
+@compiled
+def _leave(u: int, first: np.ndarray, missing: np.ndarray, count: np.ndarray, member: np.ndarray,
+           order: np.ndarray, size: int) -> int:
+    for j in range(first[u], first[u + 1]):
+        count[missing[j]] -= 1
+    member[u] = False
+    at = 0
+    while order[at] != u:
+        at += 1
+    for i in range(at, size - 1):
+        order[i] = order[i + 1]
+    return size - 1
 
-    def grow() -> int:
-        """Add least-penalised common neighbours while there are any; the vertices missing
-        two or more members after."""
-        nonlocal step
+
+@compiled
+def _dls_mc_runs(n: int, first: np.ndarray, missing: np.ndarray, delays: np.ndarray, states: np.ndarray,
+                 positions: np.ndarray, start: np.ndarray, steps: int, target: int, patience: int
+                 ) -> tuple[np.ndarray, int, int]:
+    """`local_search`'s runs, one per delay, on the non-neighbour lists (CSR `first`/`missing`).
+    count[v]: members not adjacent to v (itself included), so 0 marks the common neighbours
+    and 1 the swap candidates. Penalty: raised - decays, at least 0."""
+    runs = delays.shape[0]
+    count = np.zeros((runs, n), dtype=np.int64)
+    member = np.zeros((runs, n), dtype=np.bool_)
+    order = np.zeros((runs, n), dtype=np.int64)  # the clique, in the order its vertices joined
+    size = np.zeros(runs, dtype=np.int64)
+    raised = np.zeros((runs, n), dtype=np.int64)
+    decays = np.zeros(runs, dtype=np.int64)
+    updates = np.zeros(runs, dtype=np.int64)
+    used = np.zeros(runs, dtype=np.int64)
+    started = np.zeros(runs, dtype=np.bool_)
+    run_best = np.zeros((runs, n), dtype=np.int64)
+    run_best_size = np.zeros(runs, dtype=np.int64)
+    began = np.zeros(n, dtype=np.bool_)
+    banned = np.zeros(n, dtype=np.bool_)
+    tied = np.zeros(n, dtype=np.int64)
+    best = np.zeros(n, dtype=np.int64)
+    best_size = start.shape[0]
+    best[:best_size] = start
+    total = improved_at = 0
+    while total < steps and total - improved_at < patience and best_size < target:
+        r = 0  # the run with the fewest steps, the first such
+        for i in range(1, runs):
+            if used[i] < used[r]:
+                r = i
+        cnt, mem, ordr, state, position, k = count[r], member[r], order[r], states[r], positions[r], size[r]
+        if not started[r]:
+            started[r] = True
+            if start.shape[0]:
+                for v in start:
+                    k = _join(v, first, missing, cnt, mem, ordr, k)
+            else:
+                position, v = randbelow(state, position, n)
+                k = _join(v, first, missing, cnt, mem, ordr, k)
+        else:  # the dead end's penalties, decay and perturbation, after the turn it ended
+            updates[r] += 1
+            for a in range(k):
+                w = ordr[a]
+                raised[r, w] = decays[r] + (raised[r, w] - decays[r] if raised[r, w] > decays[r] else 0) + 1
+            if updates[r] % delays[r] == 0:
+                decays[r] += 1
+            if delays[r] > 1:  # restart from the last vertex added
+                while k > 1:
+                    k = _leave(ordr[0], first, missing, cnt, mem, ordr, k)
+            else:  # add a random vertex, dropping its non-neighbours (lowest first)
+                position, v = randbelow(state, position, n)
+                if not mem[v]:
+                    for j in range(first[v], first[v + 1]):
+                        if mem[missing[j]]:
+                            k = _leave(missing[j], first, missing, cnt, mem, ordr, k)
+                    k = _join(v, first, missing, cnt, mem, ordr, k)
+            used[r] += 1
+        began[:] = False
+        banned[:] = False
+        began_in = -1  # members of the clique the plateau began with, once the first growth ends
         while True:
-            high = 0
-            for plane in planes[1:]:
-                high |= plane
-            common = full & ~(high | planes[0])
-            if not common:
-                return high
-            add(least(common))
-            step += 1
-
-    for v in start or [rng.randrange(n)]:
-        add(v)
-    while True:
-        high = grow()
-        began, banned = members, 0
-        while len(clique) < target and members & began:
-            swaps = planes[0] & ~high & ~members & ~banned  # vertices missing exactly one member
-            if not swaps:
+            while True:  # grow
+                v, position = _least(n, cnt, mem, banned, False, raised[r], decays[r], tied, state, position)
+                if v < 0:
+                    break
+                k = _join(v, first, missing, cnt, mem, ordr, k)
+                if began[v]:
+                    began_in += 1
+                used[r] += 1
+            if began_in < 0:
+                for a in range(k):
+                    began[ordr[a]] = True
+                began_in = k
+            if k >= target or began_in == 0:
                 break
-            v = least(swaps)
-            u = (missing[v] & members).bit_length() - 1
-            remove(u)
-            add(v)
-            banned |= 1 << u
-            step += 1
-            high = grow()
-        if len(clique) > len(best):
-            best = list(clique)
-        yield best, step
-        updates += 1
-        for w in clique:
-            p = raised[w] - decays if raised[w] > decays else 0
-            level[p] ^= 1 << w
-            if p + 1 == len(level):
-                level.append(0)
-            level[p + 1] |= 1 << w
-            raised[w] = decays + p + 1
-        if updates % delay == 0:
-            decays += 1
-            if len(level) > 1:
-                level[0] |= level.pop(1)
-        if delay > 1:
-            last = clique[-1]
-            clique[:], members = [last], 1 << last
-            planes[:] = [missing[last]] + [0] * (len(planes) - 1)
-        else:
-            v = rng.randrange(n)
-            if not members >> v & 1:
-                apart = members & missing[v]
-                while apart:
-                    low = apart & -apart
-                    remove(low.bit_length() - 1)
-                    apart ^= low
-                add(v)
-        step += 1
+            v, position = _least(n, cnt, mem, banned, True, raised[r], decays[r], tied, state, position)
+            if v < 0:
+                break
+            u = -1
+            for j in range(first[v], first[v + 1]):
+                if mem[missing[j]]:
+                    u = missing[j]  # the member v misses (the highest-numbered; there is one)
+            k = _leave(u, first, missing, cnt, mem, ordr, k)
+            if began[u]:
+                began_in -= 1
+            k = _join(v, first, missing, cnt, mem, ordr, k)
+            banned[u] = True
+            used[r] += 1
+        size[r], positions[r] = k, position
+        if k > run_best_size[r]:
+            run_best_size[r] = k
+            run_best[r, :k] = ordr[:k]
+        total = used.sum()
+        if run_best_size[r] > best_size:
+            best_size = run_best_size[r]
+            best[:best_size] = run_best[r, :best_size]
+            improved_at = total
+    return best, best_size, total
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:

@@ -44,7 +44,7 @@ from random import Random
 import numpy as np
 
 from mmnp.solvers import cpsat
-from mmnp.solvers.compiled import compiled
+from mmnp.solvers.compiled import compiled, twister
 
 RUNS = 2  # independent local searches (seeds 0..RUNS-1, each from greedy's cover): RWLS's time
 #   to a better cover is heavy-tailed, a run stuck at optimum + 1 is often freed by another seed
@@ -153,7 +153,7 @@ def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patie
     a subset's gain is the sum of those over its uncovered elements plus the clock times their
     number, so a step costs only the elements whose coverage changes (not every uncovered
     element's holders). The steps are compiled (numba, `_rwls`), the random element drawn by
-    Python's Mersenne Twister from Random(seed) (`_twister`): the moves of the list-based Python
+    Python's Mersenne Twister from Random(seed) (`compiled.twister`): the moves of the list-based Python
     search it replaced (tests/test_heuristic_set_cover.py). Measured (one core, 300,000 steps from
     greedy's cover): 1.9 million steps/s on OR-Library scp4x, 0.9 million on scpa, 340,000 on
     scpe, 145,000 on scpclr13 and STS729 (the Python search: 70-100k, 20k, -, 3.5k, 2.5k)."""
@@ -171,7 +171,7 @@ def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patie
 
 @compiled
 def _rwls(row_start: np.ndarray, row_elements: np.ndarray, holder_start: np.ndarray, holder_subsets: np.ndarray,
-          start: np.ndarray, bound: int, steps: int, patience: int, twister: np.ndarray, position: int
+          start: np.ndarray, bound: int, steps: int, patience: int, mt_state: np.ndarray, position: int
           ) -> tuple[np.ndarray, int]:
     """`local_search`'s steps on the subsets' elements and the elements' holders (CSR)."""
     m, universe = len(row_start) - 1, len(holder_start) - 1
@@ -229,8 +229,8 @@ def _rwls(row_start: np.ndarray, row_elements: np.ndarray, holder_start: np.ndar
         size, open_size = _remove(s, step, clock, inside, size, where, chosen, row_start, row_elements,
                                   holder_start, holder_subsets, count, sole, weight, uncovered, spot,
                                   open_size, gain_base, open_count, loss, can_add, stamp)
-        position, high = _twister(twister, position)
-        position, low = _twister(twister, position)
+        position, high = twister(mt_state, position)
+        position, low = twister(mt_state, position)
         draw = ((high >> 5) * 67108864.0 + (low >> 6)) * (1.0 / 9007199254740992.0)  # random.random()
         e = uncovered[int(draw * open_size)]
         first, last = holder_start[e], holder_start[e + 1]
@@ -316,23 +316,6 @@ def _remove(s: int, step: int, clock: int, inside: np.ndarray, size: int, where:
     can_add[s] = False
     stamp[s] = step
     return size, open_size
-
-
-@compiled
-def _twister(state: np.ndarray, position: int) -> tuple[int, int]:
-    """The next 32-bit output of MT19937 (Python's `random`) from `state` (its 624 words, changed
-    in place) at `position`: (the new position, the output)."""
-    if position >= 624:
-        for i in range(624):
-            y = (state[i] & 0x80000000) | (state[(i + 1) % 624] & 0x7FFFFFFF)
-            state[i] = state[(i + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
-        position = 0
-    y = state[position]
-    y ^= y >> 11
-    y ^= (y << 7) & 0x9D2C5680
-    y ^= (y << 15) & 0xEFC60000
-    y ^= y >> 18
-    return position + 1, y
 
 
 def _mask(members: list[int] | np.ndarray, m: int) -> np.ndarray:

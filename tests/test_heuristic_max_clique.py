@@ -2,6 +2,9 @@
 (the DIMACS brock family): the planted clique's vertices have fewer neighbours than the rest,
 so a search drawn to frequent vertices settles on the random graph's own smaller cliques."""
 
+from collections.abc import Iterator
+from random import Random
+
 import numpy as np
 
 from mmnp.solvers import max_clique
@@ -34,30 +37,203 @@ def test_the_local_search_finds_hidden_cliques_in_a_few_thousand_steps():
     random restarts) stops at 23 on each of these seeds, even given 200,000 steps."""
     for seed in (1, 2, 3):
         masks = hidden_clique(seed)
-        found = max_clique.local_search(N, masks, [], 30_000, HIDDEN)
-        assert len(found) == HIDDEN and is_clique(masks, found)
-        assert max_clique.local_search(N, masks, [], 30_000, HIDDEN) == found  # deterministic
+        found, made = max_clique.local_search(N, masks, [], 30_000, HIDDEN)
+        assert len(found) == HIDDEN and is_clique(masks, found) and made <= 30_000
+        assert max_clique.local_search(N, masks, [], 30_000, HIDDEN) == (found, made)  # deterministic
 
 
-def test_the_local_search_stops_at_its_step_budget_or_patience(monkeypatch):
+def test_the_local_search_stops_at_its_step_budget_or_patience():
     """With a target no clique reaches, the search returns after `steps` moves in all runs
     together (each run stops at its first dead end past its share), or after `patience` moves
     without a larger clique, with the largest clique met."""
     masks = hidden_clique(1)
-    last_step = {}
-    runner = max_clique._dls_mc
-
-    def counted(n, masks, start, delay, seed, target):
-        for best, step in runner(n, masks, start, delay, seed, target):
-            last_step[delay] = step
-            yield best, step
-
-    monkeypatch.setattr(max_clique, "_dls_mc", counted)
-    found = max_clique.local_search(N, masks, [], 20_000, N)
+    found, made = max_clique.local_search(N, masks, [], 20_000, N)
     assert len(found) == HIDDEN and is_clique(masks, found)
-    assert len(last_step) == len(max_clique.PENALTY_DELAYS)
-    assert 20_000 <= sum(last_step.values()) <= 20_000 + 3 * N
-    last_step.clear()
-    found = max_clique.local_search(N, masks, [], 20_000, N, patience=1_000)
+    assert 20_000 <= made <= 20_000 + 3 * N
+    found, made = max_clique.local_search(N, masks, [], 20_000, N, patience=1_000)
     assert is_clique(masks, found)
-    assert 1_000 <= sum(last_step.values()) < 10_000
+    assert 1_000 <= made < 10_000
+    assert max_clique.local_search(N, masks, [], 0, N) == ([], 0)
+
+
+def random_masks(n: int, density: float, seed: int) -> list[int]:
+    rng = Random(seed)
+    masks = [0] * n
+    for u in range(n):
+        for v in range(u + 1, n):
+            if rng.random() < density:
+                masks[u] |= 1 << v
+                masks[v] |= 1 << u
+    return masks
+
+
+def test_compiled_runs_make_the_python_generators_moves():
+    """The compiled runs return the clique the bit-set Python generators below return (the
+    code they replaced, so the generated references did not change): the same vertices in the
+    same order, on sparse to dense graphs, hidden cliques, small budgets, targets and patience,
+    and both seeds the heuristic uses (every tie and restart draws from the same twister)."""
+    cases = [(1, 0.0), (2, 1.0), (30, 0.1), (60, 0.5), (80, 0.9), (150, 0.8)]
+    for n, density in cases:
+        for graph in range(2):
+            masks = random_masks(n, density, 100 * n + graph)
+            for steps, target, patience in [(500, n, None), (5_000, n, None), (20_000, n, 2_000),
+                                            (5_000, max(1, n // 10), None)]:
+                for seed in (0, 1):
+                    expected = python_local_search(n, masks, [], steps, target, seed, patience)
+                    assert max_clique.local_search(n, masks, [], steps, target, seed, patience)[0] == expected, \
+                        (n, density, graph, steps, target, patience, seed)
+    masks = hidden_clique(2)
+    for seed in (0, 1):
+        assert max_clique.local_search(N, masks, [], 30_000, HIDDEN, seed)[0] == \
+            python_local_search(N, masks, [], 30_000, HIDDEN, seed)
+
+
+def python_local_search(n: int, masks: list[int], start: list[int], steps: int, target: int,
+                        seed: int = 0, patience: int | None = None) -> list[int]:
+    """`max_clique.local_search` as the bit-set Python generators it replaced (the reference of
+    the compiled runs). DLS-MC at every penalty delay of PENALTY_DELAYS, interleaved: each run takes its turn
+    (one dead end at a time) while it has used the fewest steps, so each gets an equal share of
+    `steps`. Stops when a run reaches `target`, after `steps` moves in all, or after
+    `patience` of them without a larger clique."""
+    runs = [_dls_mc(n, masks, start, delay, seed * len(max_clique.PENALTY_DELAYS) + i, target)
+            for i, delay in enumerate(max_clique.PENALTY_DELAYS)]
+    used = [0] * len(runs)
+    best, improved_at = list(start), 0
+    patience = steps if patience is None else patience
+    while sum(used) < steps and sum(used) - improved_at < patience and len(best) < target:
+        turn = used.index(min(used))
+        clique, used[turn] = next(runs[turn])
+        if len(clique) > len(best):
+            best, improved_at = clique, sum(used)
+    return best
+
+
+def _dls_mc(n: int, masks: list[int], start: list[int], delay: int, seed: int,
+            target: int) -> Iterator[tuple[list[int], int]]:
+    """DLS-MC (Pullan & Hoos, JAIR 25, 2006) with penalty delay `delay`; yields (largest clique
+    so far, steps so far) at every dead end. Grow the clique by the least-penalised vertex
+    adjacent to all of it; when none is, swap in the least-penalised vertex missing exactly one
+    member (a swapped-out vertex does not return within the plateau, which ends when no vertex
+    of the clique it began with is left); at a dead end the members' penalties rise, and every
+    `delay`-th time all penalties fall by one. Perturbation as the paper's: delay > 1 restarts
+    from the last vertex added, delay 1 adds a random vertex and drops its non-neighbours.
+
+    Counts of non-adjacent members are kept per vertex in bit planes (plane i holds bit i of
+    every count), so adding or removing a member is a bit-sliced increment or decrement;
+    penalties as one bit set per penalty value, so the least-penalised candidates are the first
+    non-empty intersection."""
+    rng = Random(seed)
+    full = (1 << n) - 1
+    missing = [full & ~m for m in masks]  # a vertex's non-neighbours, itself included
+    planes = [0] * n.bit_length()
+    level = [full]  # level[p]: the vertices with penalty p
+    raised = [0] * n  # a vertex's penalty is raised[v] - decays, or 0 when that is negative
+    clique: list[int] = []
+    best: list[int] = []
+    members = updates = decays = step = 0
+
+    def add(v: int) -> None:
+        nonlocal members
+        carry = missing[v]
+        for i, plane in enumerate(planes):
+            planes[i] = plane ^ carry
+            carry &= plane
+            if not carry:
+                break
+        clique.append(v)
+        members |= 1 << v
+
+    def remove(u: int) -> None:
+        nonlocal members
+        borrow = missing[u]
+        for i, plane in enumerate(planes):
+            planes[i] = plane ^ borrow
+            borrow &= ~plane
+            if not borrow:
+                break
+        clique.remove(u)
+        members ^= 1 << u
+
+    def least(candidates: int) -> int:
+        """The least-penalised candidate, ties broken at random: by the first penalty level
+        that meets the candidates, or, when that is not among as many levels as there are
+        candidates (penalties spread wide at a long delay), candidate by candidate."""
+        for vertices in level[:candidates.bit_count()]:
+            tied = candidates & vertices
+            if tied:
+                count = tied.bit_count()
+                if count > 1:
+                    for _ in range(rng.getrandbits(32) % count):
+                        tied &= tied - 1
+                return (tied & -tied).bit_length() - 1
+        lowest, chosen = len(level), []
+        while candidates:
+            low = candidates & -candidates
+            v = low.bit_length() - 1
+            candidates ^= low
+            p = raised[v] - decays if raised[v] > decays else 0
+            if p < lowest:
+                lowest, chosen = p, [v]
+            elif p == lowest:
+                chosen.append(v)
+        return chosen[rng.getrandbits(32) % len(chosen)] if len(chosen) > 1 else chosen[0]
+
+    def grow() -> int:
+        """Add least-penalised common neighbours while there are any; the vertices missing
+        two or more members after."""
+        nonlocal step
+        while True:
+            high = 0
+            for plane in planes[1:]:
+                high |= plane
+            common = full & ~(high | planes[0])
+            if not common:
+                return high
+            add(least(common))
+            step += 1
+
+    for v in start or [rng.randrange(n)]:
+        add(v)
+    while True:
+        high = grow()
+        began, banned = members, 0
+        while len(clique) < target and members & began:
+            swaps = planes[0] & ~high & ~members & ~banned  # vertices missing exactly one member
+            if not swaps:
+                break
+            v = least(swaps)
+            u = (missing[v] & members).bit_length() - 1
+            remove(u)
+            add(v)
+            banned |= 1 << u
+            step += 1
+            high = grow()
+        if len(clique) > len(best):
+            best = list(clique)
+        yield best, step
+        updates += 1
+        for w in clique:
+            p = raised[w] - decays if raised[w] > decays else 0
+            level[p] ^= 1 << w
+            if p + 1 == len(level):
+                level.append(0)
+            level[p + 1] |= 1 << w
+            raised[w] = decays + p + 1
+        if updates % delay == 0:
+            decays += 1
+            if len(level) > 1:
+                level[0] |= level.pop(1)
+        if delay > 1:
+            last = clique[-1]
+            clique[:], members = [last], 1 << last
+            planes[:] = [missing[last]] + [0] * (len(planes) - 1)
+        else:
+            v = rng.randrange(n)
+            if not members >> v & 1:
+                apart = members & missing[v]
+                while apart:
+                    low = apart & -apart
+                    remove(low.bit_length() - 1)
+                    apart ^= low
+                add(v)
+        step += 1

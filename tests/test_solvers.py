@@ -206,8 +206,8 @@ def test_the_local_searches_alone_reach_published_optima():
 
     classic = {(i.task, i.name): i for i in classic_instances()}
     brock = classic["max_clique", "brock200_4"].data
-    found = max_clique.local_search(brock["n"], neighbour_masks(brock), [], 150_000, 17)
-    assert len(found) == 17
+    found, made = max_clique.local_search(brock["n"], neighbour_masks(brock), [], 150_000, 17)
+    assert len(found) == 17 and made <= 150_000
     a = set_cover._matrix(classic["set_cover", "scp41"].data)
     start = set_cover.greedy(a)
     assert start.sum() == 41
@@ -298,3 +298,25 @@ def test_a_compiled_loop_runs_where_numba_cannot_cache(monkeypatch):
     squares = compiled(loop)
     assert squares(np.arange(5)) == 30 and asked == [True, False]
     assert squares.py_func is loop
+
+
+def test_the_compiled_twister_draws_what_pythons_random_draws():
+    """The compiled searches make the moves of the Python code they replaced by drawing from
+    Python's own Mersenne Twister: `twister` is getrandbits(32), `randbelow` is randrange(n)
+    (rejection on the top bits), from Random(seed)'s state, past the 624-word regeneration."""
+    from random import Random
+
+    from mmnp.solvers.compiled import randbelow, twister
+
+    for seed in (0, 1, 12345):
+        words = Random(seed).getstate()[1]
+        state, position = np.array(words[:-1], dtype=np.int64), words[-1]
+        python = Random(seed)
+        for _ in range(1_500):
+            position, word = twister(state, position)
+            assert word == python.getrandbits(32)
+        for n in (1, 2, 3, 5, 100, 801, 2**31 + 7):
+            for _ in range(200):
+                position, draw = randbelow(state, position, n)
+                assert draw == python.randrange(n)
+
