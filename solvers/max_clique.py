@@ -156,7 +156,7 @@ def local_search(n: int, masks: list[int], start: list[int], steps: int, target:
     Perturbation as the paper's: pd > 1 restarts from the last vertex added, pd 1 adds a random
     vertex and drops its non-neighbours. Ties go to the `getrandbits(32) % count`-th lowest
     vertex, a random vertex is `randrange(n)`: the moves of the bit-set Python generators this
-    replaced (tests/test_heuristic_max_clique.py), compiled (`_dls_mc_runs`): 3-10x their rate
+    replaced (tests/test_heuristic_max_clique.py), compiled (`_dls_mc_runs`): 2.8-10x their rate
     (brock800 2.8x, brock400 4.6x, C125.9 10x; ~1 million steps/s at 400 vertices)."""
     runs = len(PENALTY_DELAYS)
     states = np.zeros((runs, 624), dtype=np.int64)
