@@ -83,6 +83,8 @@ def twister(state: Any, position: int) -> tuple[int, int]:
 def randbelow(state: Any, position: int, n: int) -> tuple[int, int]:
     """Python's `randrange(n)` for 1 <= n < 2**32 from the same state: `getrandbits(k)` (the top k
     bits of one output, k = n's bit length) until it is below n: (the new position, the draw)."""
+    if n < 1:
+        raise ValueError("randbelow: n < 1")  # Python's randrange(0) refuses too; here it would loop
     bits = 0
     while (1 << bits) <= n:
         bits += 1

@@ -11,9 +11,10 @@ equal share of the steps, and keeps the largest clique. Budget, in steps (so det
 over the five runs together: 50 per vertex pair (n^2), at most 8 million; stopping earlier
 after 15 per vertex pair without a larger clique, or when a run reaches the branch and bound's
 upper bound. The runs are compiled (`local_search`; the moves of the Python generators they
-replaced, so the generated references are unchanged): about 1-2 million steps/s, 3-5 CPU s on
-a 400-vertex graph the branch and bound leaves open (brock400, gen400; 10-13 s in the Python
-loop) and 14 s on brock800 (36 s).
+replaced, so the generated references are unchanged): about 1-2 million steps/s. The whole
+heuristic, branch and bound included, takes 3-5 CPU s on a 400-vertex graph the branch and
+bound leaves open (brock400, gen400; 10-13 s with the runs in Python) and 14 s on brock800
+(36 s).
 brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over seeds 0-4 (the
 heuristic's seed: 0.5 million); the patience, 2.4 million at 400 vertices, covers four of
 those five. Generated instances up to `hard` are proven by the branch and bound and never
@@ -158,6 +159,8 @@ def local_search(n: int, masks: list[int], start: list[int], steps: int, target:
     vertex, a random vertex is `randrange(n)`: the moves of the bit-set Python generators this
     replaced (tests/test_heuristic_max_clique.py), compiled (`_dls_mc_runs`): 2.8-10x their rate
     (brock800 2.8x, brock400 4.6x, C125.9 10x; ~1 million steps/s at 400 vertices)."""
+    if n == 0:
+        return [], 0
     runs = len(PENALTY_DELAYS)
     states = np.zeros((runs, 624), dtype=np.int64)
     positions = np.zeros(runs, dtype=np.int64)

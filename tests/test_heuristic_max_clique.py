@@ -54,6 +54,7 @@ def test_the_local_search_stops_at_its_step_budget_or_patience():
     assert is_clique(masks, found)
     assert 1_000 <= made < 10_000
     assert max_clique.local_search(N, masks, [], 0, N) == ([], 0)
+    assert max_clique.local_search(0, [], [], 10, 1) == ([], 0)  # no vertex to draw: no move
 
 
 def random_masks(n: int, density: float, seed: int) -> list[int]:

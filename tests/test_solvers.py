@@ -319,4 +319,6 @@ def test_the_compiled_twister_draws_what_pythons_random_draws():
             for _ in range(200):
                 position, draw = randbelow(state, position, n)
                 assert draw == python.randrange(n)
+    with pytest.raises(ValueError):
+        randbelow(state, position, 0)
 
