@@ -11,7 +11,9 @@ calls it as machine code; one from another module is not seen (numba's cache of 
 would not notice that module's edits), so numba refuses the call. The one exception is this
 module's own loops, Python's Mersenne Twister (`twister`, `randbelow`), which several searches
 draw from to make the moves of the Python code they replaced: a fixed algorithm, whose outputs
-tests/test_solvers.py pins to Python's `random`. The
+tests/test_solvers.py pins to Python's `random` (an edit to it must also clear numba's cache
+files, `__pycache__/*.nbi` and `*.nbc`: the callers' cached machine code would keep the old
+one; a fresh install compiles afresh). The
 loops keep to integer arithmetic in a fixed order (a float only where a draw picks an index,
 as the numpy code did), so the answers are the same on every machine; tests/test_heuristic_*.py
 check each loop against the code it replaced.
