@@ -241,7 +241,6 @@ def _dls_mc_runs(n: int, first: np.ndarray, missing: np.ndarray, delays: np.ndar
     decays = np.zeros(runs, dtype=np.int64)
     updates = np.zeros(runs, dtype=np.int64)
     used = np.zeros(runs, dtype=np.int64)
-    started = np.zeros(runs, dtype=np.bool_)
     run_best = np.zeros((runs, n), dtype=np.int64)
     run_best_size = np.zeros(runs, dtype=np.int64)
     began = np.zeros(n, dtype=np.bool_)
@@ -257,8 +256,7 @@ def _dls_mc_runs(n: int, first: np.ndarray, missing: np.ndarray, delays: np.ndar
             if used[i] < used[r]:
                 r = i
         cnt, mem, ordr, state, position, k = count[r], member[r], order[r], states[r], positions[r], size[r]
-        if not started[r]:
-            started[r] = True
+        if k == 0:  # the run's first turn (a started run's clique is never empty)
             if start.shape[0]:
                 for v in start:
                     k = _join(v, first, missing, cnt, mem, ordr, k)
