@@ -10,11 +10,15 @@ high-degree vertices). mmnp tunes nothing per instance: it runs DLS-MC at pd 1, 
 equal share of the steps, and keeps the largest clique. Budget, in steps (so deterministic),
 over the five runs together: 50 per vertex pair (n^2), at most 8 million; stopping earlier
 after 15 per vertex pair without a larger clique, or when a run reaches the branch and bound's
-upper bound. The runs are compiled (`local_search`; the moves of the Python generators they
-replaced, so the generated references are unchanged): about 1-2 million steps/s. The whole
-heuristic, branch and bound included, takes 3-5 CPU s on a 400-vertex graph the branch and
-bound leaves open (brock400, gen400; 10-13 s with the runs in Python) and 14 s on brock800
-(36 s).
+upper bound. Over 400 vertices the steps the cap withholds (50 n^2 less 8 million) go to a
+second search at pd 32, 45 and 64 (32 and 64 the ladder's next doublings, 45 the paper's
+setting for brock800, whose optima the first ladder does not reach), with the same patience;
+generated graphs (at most 160 vertices) never get there, imported ones over 400 vertices may. The runs are compiled (`local_search`; the
+moves of the Python generators they replaced, so the generated references are unchanged):
+about 1-2 million steps/s. The whole heuristic, branch and bound included, takes 3-5 CPU s on
+a 400-vertex graph the branch and bound leaves open (brock400, gen400; 10-13 s with the runs
+in Python), 29-35 s on brock800 (14 s without the second search) and up to 58 s at 1,000
+vertices (p_hat1000-1).
 brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over seeds 0-4 (the
 heuristic's seed: 0.5 million); the patience, 2.4 million at 400 vertices, covers four of
 those five. Generated instances up to `hard` are proven by the branch and bound and never
@@ -40,6 +44,7 @@ STEPS_PER_PAIR = 50  # local-search steps (all runs together) per vertex pair, a
 STEPS = 8_000_000
 PATIENCE_PER_PAIR = 15  # ... or this many per vertex pair without a larger clique
 PENALTY_DELAYS = (1, 2, 4, 8, 16)  # DLS-MC's pd, one run each, interleaved (see local_search)
+LONG_PENALTY_DELAYS = (32, 45, 64)  # ... and on the steps STEPS withholds (over 400 vertices)
 
 
 def heuristic(data: dict) -> list[int]:
@@ -58,8 +63,13 @@ def maximum_clique(n: int, masks: list[int], nodes: int = NODES) -> list[int]:
     search.best = max(local_search(n, masks, [], min(WARM_STEPS, 50 * n), n)[0], search.best, key=len)
     if search.run(nodes) or len(search.best) >= search.bound:
         return sorted(search.best)
-    found, _ = local_search(n, masks, [], min(STEPS, STEPS_PER_PAIR * n * n), search.bound, seed=1,
-                            patience=PATIENCE_PER_PAIR * n * n)
+    steps, patience = STEPS_PER_PAIR * n * n, PATIENCE_PER_PAIR * n * n
+    found, _ = local_search(n, masks, [], min(STEPS, steps), search.bound, seed=1, patience=patience)
+    if steps > STEPS and len(found) < search.bound:
+        longer, _ = local_search(n, masks, [], steps - STEPS, search.bound, seed=2, patience=patience,
+                                 delays=LONG_PENALTY_DELAYS)  # Random(6-8), as the first search's
+        #   runs at pd 2, 4 and 8 draw: their moves part at those runs' first decay
+        found = max(found, longer, key=len)
     return sorted(max(found, search.best, key=len))
 
 
@@ -141,16 +151,16 @@ class _Budget(Exception):
     """The branch and bound ran out of nodes."""
 
 
-def local_search(n: int, masks: list[int], start: list[int], steps: int, target: int,
-                 seed: int = 0, patience: int | None = None) -> tuple[list[int], int]:
-    """DLS-MC at every penalty delay of PENALTY_DELAYS, interleaved: each run takes its turn
+def local_search(n: int, masks: list[int], start: list[int], steps: int, target: int, seed: int = 0,
+                 patience: int | None = None, delays: tuple[int, ...] = PENALTY_DELAYS) -> tuple[list[int], int]:
+    """DLS-MC at every penalty delay of `delays`, interleaved: each run takes its turn
     (one dead end at a time) while it has used the fewest steps, so each gets an equal share of
     `steps`. Stops when a run reaches `target`, after `steps` moves in all, or after
     `patience` of them without a larger clique. The largest clique met (in the order its run
     added the vertices) and the moves made in all.
 
-    One run (Pullan & Hoos, JAIR 25, 2006), with penalty delay pd and its own Random(seed x 5 +
-    i): grow the clique by the least-penalised vertex adjacent to all of it; when none is, swap
+    One run (Pullan & Hoos, JAIR 25, 2006), with penalty delay pd and its own Random(seed x
+    len(delays) + i): grow the clique by the least-penalised vertex adjacent to all of it; when none is, swap
     in the least-penalised vertex missing exactly one member (a swapped-out vertex does not
     return within the plateau, which ends when no vertex of the clique it began with is left);
     at a dead end the members' penalties rise, and every pd-th time all penalties fall by one.
@@ -161,7 +171,7 @@ def local_search(n: int, masks: list[int], start: list[int], steps: int, target:
     (brock800 2.8x, brock400 4.6x, C125.9 10x; ~1 million steps/s at 400 vertices)."""
     if n == 0:
         return [], 0
-    runs = len(PENALTY_DELAYS)
+    runs = len(delays)
     states = np.zeros((runs, 624), dtype=np.int64)
     positions = np.zeros(runs, dtype=np.int64)
     for i in range(runs):
@@ -172,7 +182,7 @@ def local_search(n: int, masks: list[int], start: list[int], steps: int, target:
                              .reshape(n, width), axis=1, count=n, bitorder="little").astype(bool)
     rows, missing = np.nonzero(~adjacent)  # each vertex's non-neighbours, itself included, ascending
     first = np.searchsorted(rows, np.arange(n + 1)).astype(np.int64)
-    found, size, made = _dls_mc_runs(n, first, missing.astype(np.int64), np.array(PENALTY_DELAYS, dtype=np.int64),
+    found, size, made = _dls_mc_runs(n, first, missing.astype(np.int64), np.array(delays, dtype=np.int64),
                                      states, positions, np.array(start, dtype=np.int64), steps, target,
                                      steps if patience is None else patience)
     return [int(v) for v in found[:size]], int(made)

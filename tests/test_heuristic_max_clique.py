@@ -87,17 +87,55 @@ def test_compiled_runs_make_the_python_generators_moves():
     for seed in (0, 1):
         assert max_clique.local_search(N, masks, [], 30_000, HIDDEN, seed)[0] == \
             python_local_search(N, masks, [], 30_000, HIDDEN, seed)
+    long = max_clique.LONG_PENALTY_DELAYS
+    for n, density in [(80, 0.9), (150, 0.8)]:  # the second search's ladder and seed
+        masks = random_masks(n, density, n)
+        assert max_clique.local_search(n, masks, [], 20_000, n, 2, None, long)[0] == \
+            python_local_search(n, masks, [], 20_000, n, 2, None, long)
 
 
-def python_local_search(n: int, masks: list[int], start: list[int], steps: int, target: int,
-                        seed: int = 0, patience: int | None = None) -> list[int]:
+def test_the_steps_the_cap_withholds_go_to_the_long_delays(monkeypatch):
+    """When STEPS_PER_PAIR n^2 > STEPS (graphs over 400 vertices at the shipped cap) the
+    steps past the cap go to a second search at the penalty delays past the first ladder's
+    (brock800's optimum needs DLS-MC's pd 45, docs/datasets.md). Shown with the cap lowered to
+    2,000 steps and the branch and bound to one node, where the searches before it stop short
+    of the hidden clique and the second search finds it; at a cap of STEPS_PER_PAIR n^2 there
+    is no second search."""
+    masks, cap = hidden_clique(1), 2_000
+    monkeypatch.setattr(max_clique, "STEPS", cap)
+    monkeypatch.setattr(max_clique, "QUICK_NODES", 1)
+    searches = []
+    search = max_clique.local_search
+
+    def recorded(*args, **kwargs):
+        found, made = search(*args, **kwargs)
+        searches.append((args[3], kwargs, len(found), made))
+        return found, made
+
+    monkeypatch.setattr(max_clique, "local_search", recorded)
+    found = max_clique.maximum_clique(N, masks, nodes=1)
+    assert len(found) == HIDDEN and is_clique(masks, found)
+    patience = max_clique.PATIENCE_PER_PAIR * N * N
+    warm, first, (steps, kwargs, size, made) = searches
+    assert first[:2] == (cap, {"seed": 1, "patience": patience}) and max(warm[2], first[2]) < HIDDEN
+    assert (steps, size) == (max_clique.STEPS_PER_PAIR * N * N - cap, HIDDEN)
+    assert kwargs == {"seed": 2, "patience": patience, "delays": max_clique.LONG_PENALTY_DELAYS}
+    assert patience <= made < steps  # it found the clique, then stopped at the patience (the bound is loose)
+    searches.clear()
+    monkeypatch.setattr(max_clique, "STEPS", max_clique.STEPS_PER_PAIR * N * N)
+    max_clique.maximum_clique(N, masks, nodes=1)
+    assert [kwargs for _, kwargs, _, _ in searches][1:] == [{"seed": 1, "patience": patience}]
+
+
+def python_local_search(n: int, masks: list[int], start: list[int], steps: int, target: int, seed: int = 0,
+                        patience: int | None = None, delays: tuple[int, ...] = max_clique.PENALTY_DELAYS
+                        ) -> list[int]:
     """`max_clique.local_search` as the bit-set Python generators it replaced (the reference of
-    the compiled runs). DLS-MC at every penalty delay of PENALTY_DELAYS, interleaved: each run takes its turn
+    the compiled runs). DLS-MC at every penalty delay of `delays`, interleaved: each run takes its turn
     (one dead end at a time) while it has used the fewest steps, so each gets an equal share of
     `steps`. Stops when a run reaches `target`, after `steps` moves in all, or after
     `patience` of them without a larger clique."""
-    runs = [_dls_mc(n, masks, start, delay, seed * len(max_clique.PENALTY_DELAYS) + i, target)
-            for i, delay in enumerate(max_clique.PENALTY_DELAYS)]
+    runs = [_dls_mc(n, masks, start, delay, seed * len(delays) + i, target) for i, delay in enumerate(delays)]
     used = [0] * len(runs)
     best, improved_at = list(start), 0
     patience = steps if patience is None else patience
