@@ -13,12 +13,12 @@ after 15 per vertex pair without a larger clique, or when a run reaches the bran
 upper bound. Over 400 vertices the steps the cap withholds (50 n^2 less 8 million) go to a
 second search at pd 32, 45 and 64 (32 and 64 the ladder's next doublings, 45 the paper's
 setting for brock800, whose optima the first ladder does not reach), with the same patience;
-generated graphs (at most 160 vertices) never get there, imported ones over 400 vertices may. The runs are compiled (`local_search`; the
-moves of the Python generators they replaced, so the generated references are unchanged):
-about 1-2 million steps/s. The whole heuristic, branch and bound included, takes 3-5 CPU s on
-a 400-vertex graph the branch and bound leaves open (brock400, gen400; 10-13 s with the runs
-in Python), 29-35 s on brock800 (14 s without the second search) and up to 58 s at 1,000
-vertices (p_hat1000-1).
+generated graphs (at most 160 vertices) never get there, imported ones over 400 vertices may.
+The runs are compiled (`local_search`; the moves of the Python generators they replaced, so
+the generated references are unchanged): about 1-2 million steps/s. The whole heuristic,
+branch and bound included, takes 3-5 CPU s on a 400-vertex graph the branch and bound leaves
+open (brock400, gen400; 10-13 s with the runs in Python), 29-35 s on brock800 (14 s without
+the second search) and up to 58 s at 1,000 vertices (p_hat1000-1).
 brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over seeds 0-4 (the
 heuristic's seed: 0.5 million); the patience, 2.4 million at 400 vertices, covers four of
 those five. Generated instances up to `hard` are proven by the branch and bound and never
@@ -160,9 +160,10 @@ def local_search(n: int, masks: list[int], start: list[int], steps: int, target:
     added the vertices) and the moves made in all.
 
     One run (Pullan & Hoos, JAIR 25, 2006), with penalty delay pd and its own Random(seed x
-    len(delays) + i): grow the clique by the least-penalised vertex adjacent to all of it; when none is, swap
-    in the least-penalised vertex missing exactly one member (a swapped-out vertex does not
-    return within the plateau, which ends when no vertex of the clique it began with is left);
+    len(delays) + i): grow the clique by the least-penalised vertex adjacent to all of it; when
+    none is, swap in the least-penalised vertex missing exactly one member (a swapped-out vertex
+    does not return within the plateau, which ends when no vertex of the clique it began with is
+    left);
     at a dead end the members' penalties rise, and every pd-th time all penalties fall by one.
     Perturbation as the paper's: pd > 1 restarts from the last vertex added, pd 1 adds a random
     vertex and drops its non-neighbours. Ties go to the `getrandbits(32) % count`-th lowest
