@@ -24,7 +24,10 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Callable
+from random import Random
 from typing import Any, TypeVar
+
+import numpy as np
 
 F = TypeVar("F", bound=Callable)
 
@@ -63,11 +66,17 @@ def _compile(loop: Callable) -> Any:
         return numba.njit(cache=False, nogil=True)(loop)
 
 
+def twister_state(seed: int) -> tuple[np.ndarray, int]:
+    """`Random(seed)`'s MT19937 state as `twister` takes it: its 624 words (int64) and position."""
+    words = Random(seed).getstate()[1]
+    return np.array(words[:-1], dtype=np.int64), words[-1]
+
+
 @compiled
 def twister(state: Any, position: int) -> tuple[int, int]:
     """The next 32-bit output of MT19937 (Python's `random`, `getrandbits(32)`) from `state` (its
     624 words, an int64 array changed in place) at `position`: (the new position, the output).
-    `Random(seed).getstate()[1]` holds both: the 624 words, then the position."""
+    `twister_state(seed)` gives both for Random(seed)."""
     if position >= 624:
         for i in range(624):
             y = (state[i] & 0x80000000) | (state[(i + 1) % 624] & 0x7FFFFFFF)

@@ -29,13 +29,12 @@ independent set, an independent set a clique of the complement)."""
 
 from __future__ import annotations
 
-from random import Random
 
 import numpy as np
 
 from mmnp.kits.graphs import neighbour_masks
 from mmnp.solvers import cpsat
-from mmnp.solvers.compiled import compiled, randbelow, twister
+from mmnp.solvers.compiled import compiled, randbelow, twister, twister_state
 
 QUICK_NODES = 2_000  # a first branch and bound, enough for small graphs
 WARM_STEPS = 3_000  # local-search steps for an incumbent before the full branch and bound
@@ -176,8 +175,7 @@ def local_search(n: int, masks: list[int], start: list[int], steps: int, target:
     states = np.zeros((runs, 624), dtype=np.int64)
     positions = np.zeros(runs, dtype=np.int64)
     for i in range(runs):
-        state = Random(seed * runs + i).getstate()[1]  # 624 words of MT19937, then the position
-        states[i], positions[i] = state[:-1], state[-1]
+        states[i], positions[i] = twister_state(seed * runs + i)
     width = (n + 7) // 8
     adjacent = np.unpackbits(np.frombuffer(b"".join(m.to_bytes(width, "little") for m in masks), dtype=np.uint8)
                              .reshape(n, width), axis=1, count=n, bitorder="little").astype(bool)

@@ -39,12 +39,11 @@ costs only the elements whose coverage changes."""
 from __future__ import annotations
 
 import heapq
-from random import Random
 
 import numpy as np
 
 from mmnp.solvers import cpsat
-from mmnp.solvers.compiled import compiled, twister
+from mmnp.solvers.compiled import compiled, twister, twister_state
 
 RUNS = 2  # independent local searches (seeds 0..RUNS-1, each from greedy's cover): RWLS's time
 #   to a better cover is heavy-tailed, a run stuck at optimum + 1 is often freed by another seed
@@ -162,10 +161,8 @@ def local_search(a: np.ndarray, start: np.ndarray, bound: int, steps: int, patie
     rows, holders = np.nonzero(a), np.nonzero(a.T)
     row_start = np.searchsorted(rows[0], np.arange(a.shape[0] + 1))
     holder_start = np.searchsorted(holders[0], np.arange(a.shape[1] + 1))
-    state = Random(seed).getstate()[1]  # (624 words of MT19937, position)
     best, step = _rwls(row_start, rows[1].astype(np.int64), holder_start, holders[1].astype(np.int64),
-                       np.asarray(start, dtype=np.bool_), max(bound, 0), steps, patience,
-                       np.array(state[:-1], dtype=np.int64), state[-1])
+                       np.asarray(start, dtype=np.bool_), max(bound, 0), steps, patience, *twister_state(seed))
     return _mask(best, a.shape[0]), int(step)
 
 

@@ -306,11 +306,10 @@ def test_the_compiled_twister_draws_what_pythons_random_draws():
     (rejection on the top bits), from Random(seed)'s state, past the 624-word regeneration."""
     from random import Random
 
-    from mmnp.solvers.compiled import randbelow, twister
+    from mmnp.solvers.compiled import randbelow, twister, twister_state
 
     for seed in (0, 1, 12345):
-        words = Random(seed).getstate()[1]
-        state, position = np.array(words[:-1], dtype=np.int64), words[-1]
+        state, position = twister_state(seed)
         python = Random(seed)
         for _ in range(1_500):
             position, word = twister(state, position)
