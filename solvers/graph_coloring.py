@@ -30,6 +30,10 @@ finds none, an exact cover by k-cliques) splits the vertices into k-cliques (a q
 rows), an exact cover of the vertices by independent
 sets with one vertex per clique (`clique_cover_colouring`, each stage within a node budget) is
 tried last, and where the numbering's reversal is an automorphism, a cover it maps onto itself.
+Before that, wherever local search stops above the clique's size on a graph numbered row by row
+as a grid with even sides whose two mirror images are automorphisms (a queen board), a
+colouring with the clique's size that both mirrors map onto itself is searched for on the
+quarter board (`mirrored_colouring`: queen16_16 16, where the stages above end at 18).
 The search stops at the first k it cannot reach in its budget, or when k equals the clique's
 size (proven optimal). So a graph whose clique is smaller than its chromatic number (myciel,
 queen6_6 to queen10_10, the generated levels without a clique) always spends one full budget at
@@ -96,6 +100,9 @@ TURNED_MAX_CLASSES = 100_000  # ... and at most this many classes for it to pair
 TURNED_COVER_NODES = 50_000  # exact-cover search nodes over the classes that reversal pairs ...
 TURNED_COVER_WORDS = 10**10  # ... or fewer where a node's bit sets are wider: a node scans each
 #   vertex's live options (about classes x vertices / 64 words; queen13_13's ~27,000 nodes, 2 s)
+MIRRORED_STARTS = 4  # random starts of the search for a colouring the board's mirrors map onto itself ...
+MIRRORED_MOVES_PER_CELL = 2_000  # ... each this many TabuCol moves per quarter-board cell (queen16_16: 12 runs
+#   of 12 within 4,000, 10 within 1,000; queen20_20: 6 of 8 within 16,000)
 
 
 def step_budget(n: int) -> int:
@@ -283,7 +290,7 @@ def _partialcol_moves(indptr: np.ndarray, indices: np.ndarray, k: int, col: np.n
 
 
 def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
-            rng: np.random.Generator) -> tuple[np.ndarray, int]:
+            rng: np.random.Generator, twists: list[np.ndarray] | None = None) -> tuple[np.ndarray, int]:
     """TabuCol (Hertz & de Werra 1987, with Galinier & Hao's tenure 0.6 x conflicting vertices
     + 0-9): a complete colouring with colours 0..k-1 from `start` (uncoloured vertices take
     their least conflicting colour); move a conflicting vertex to the colour that lowers the
@@ -292,12 +299,16 @@ def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
     moves (stopping at 0), and that count. `nbrs[v]` lists v's neighbours once each (the
     heuristic's lists do). The moves are `_tabucol_moves`, compiled by numba (about 600,000 a
     second on DSJC250.5 at 28 colours, 23x the numpy loop this replaced, whose moves they equal:
-    tests/test_heuristic_graph_coloring.py)."""
+    tests/test_heuristic_graph_coloring.py). With `twists` (aligned with `nbrs`, each in 0..3, k a
+    multiple of 4) an edge to u with twist t asks colour != u's colour XOR t: the quarter board of
+    a colouring that the board's mirrors map onto itself (`mirrored_colouring`)."""
     if k < 1 or (len(start) and int(start.max()) >= k):
         raise ValueError(f"tabucol: {k} colours, a start with colour {int(start.max()) if len(start) else None}")
     draws = rng.integers(0, 10, size=steps + 1)  # tenure noise, then tie draws: one stream, as always
     ties = rng.random(steps + 1)
-    kept, best = _tabucol_moves(*_csr(nbrs), k, start.astype(np.int64), steps, draws, ties)
+    indptr, indices = _csr(nbrs)
+    flips = np.zeros_like(indices) if twists is None else _csr(twists)[1]
+    kept, best = _tabucol_moves(indptr, indices, flips, k, start.astype(np.int64), steps, draws, ties)
     return kept, int(best)
 
 
@@ -310,19 +321,20 @@ def _csr(nbrs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 @compiled
-def _tabucol_moves(indptr: np.ndarray, indices: np.ndarray, k: int, col: np.ndarray, steps: int,
-                   draws: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, int]:
+def _tabucol_moves(indptr: np.ndarray, indices: np.ndarray, twists: np.ndarray, k: int, col: np.ndarray,
+                   steps: int, draws: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, int]:
     """TabuCol's moves on a CSR graph (`col` is changed in place): each move scans the
     conflicting vertices in id order and their colours in order for the lowest change in
-    conflicts (gamma[v, c] counts v's neighbours of colour c), skipping a vertex's own colour
+    conflicts (gamma[v, c] counts v's neighbours u with col[u] ^ twist = c; the twists are 0 on a
+    plain graph), skipping a vertex's own colour
     and tabu colours that do not beat the best count, and takes option int(ties[it] x options)
     in that order; no move while every option is tabu."""
-    n = len(col)
+    n, plain = len(col), not twists.any()
     gamma = np.zeros((n, k), dtype=np.int64)
     for v in range(n):
         if col[v] >= 0:
             for j in range(indptr[v], indptr[v + 1]):
-                gamma[indices[j], col[v]] += 1
+                gamma[indices[j], col[v] ^ twists[j]] += 1
     for v in range(n):  # uncoloured vertices, in id order, take their first least conflicting colour
         if col[v] < 0:
             c = 0
@@ -331,7 +343,7 @@ def _tabucol_moves(indptr: np.ndarray, indices: np.ndarray, k: int, col: np.ndar
                     c = x
             col[v] = c
             for j in range(indptr[v], indptr[v + 1]):
-                gamma[indices[j], c] += 1
+                gamma[indices[j], c ^ twists[j]] += 1
     conflicts = 0
     for v in range(n):
         conflicts += gamma[v, col[v]]
@@ -368,9 +380,14 @@ def _tabucol_moves(indptr: np.ndarray, indices: np.ndarray, k: int, col: np.ndar
         v, c = bad[at // k], at % k
         old = col[v]
         col[v] = c
-        for j in range(indptr[v], indptr[v + 1]):
-            gamma[indices[j], old] -= 1
-            gamma[indices[j], c] += 1
+        if plain:  # the same update with every twist 0, without reading them (~9% of the moves' time)
+            for j in range(indptr[v], indptr[v + 1]):
+                gamma[indices[j], old] -= 1
+                gamma[indices[j], c] += 1
+        else:
+            for j in range(indptr[v], indptr[v + 1]):
+                gamma[indices[j], old ^ twists[j]] -= 1
+                gamma[indices[j], c ^ twists[j]] += 1
         conflicts += low
         if conflicts < best:
             best = conflicts
@@ -640,6 +657,67 @@ def turned_cover(classes: list[int], image: list[int], universe: int, nodes: int
     return None if picked is None else [half for i in picked for half in halves[i]]
 
 
+def mirrors(n: int, edges: np.ndarray) -> tuple[int, int] | None:
+    """(rows, columns) of a grid, both even, whose numbering row by row makes both its mirror
+    images ((r, c) -> (r, columns - 1 - c) and (rows - 1 - r, c)) automorphisms (checked edge by
+    edge, the fewest rows first), else None. Like `reversal`, read from the numbering, not
+    searched for: a queen graph's board."""
+    if not len(edges):
+        return None
+    low, high = np.minimum(edges[:, 0], edges[:, 1]), np.maximum(edges[:, 0], edges[:, 1])
+    present = np.unique(low * n + high)
+    for rows in range(2, n // 2 + 1, 2):
+        columns = n // rows
+        if rows * columns != n or columns % 2:
+            continue
+        r, c = np.divmod(np.arange(n), columns)
+        if all(np.array_equal(present, np.unique(np.minimum(image[low], image[high]) * n
+                                                 + np.maximum(image[low], image[high])))
+               for image in (r * columns + columns - 1 - c, (rows - 1 - r) * columns + c)):
+            return rows, columns
+    return None
+
+
+def mirrored_colouring(n: int, edges: np.ndarray, k: int) -> np.ndarray | None:
+    """A k-colouring (k a multiple of 4) that the mirrors of a grid-numbered graph (`mirrors`) map
+    onto itself, colours swapped in fours (colour c of cell x is c XOR 1 on x's left-right image,
+    c XOR 2 up-down, c XOR 3 on its half turn), or None: TabuCol on the quarter board, where an
+    edge from x's image under t to y's under u asks col(x) != col(y) XOR t XOR u, so the search
+    is over a quarter of the cells, MIRRORED_STARTS runs of MIRRORED_MOVES_PER_CELL moves a cell.
+    Vasquez & Habet (ECAI 2004) saw both mirrors in the colour layout of queen12_12's 454
+    12-colourings and used symmetries in an exact, incomplete tree search (no public code); this
+    is local search on the symmetric board instead. queen16_16 and queen20_20, where the stages
+    before end at 18 and 22, take 0.05 and 0.3 CPU s; queen24_24 needs ~64,000 moves a cell
+    (docs/datasets.md). No n-colouring of a queen board with n = 14, 15, 18 or 22 has both
+    mirrors: its classes are n queens each, one a row, so no mirror maps a class onto itself (an
+    odd n's middle column would need one), nor does the half turn for n = 2 or 3 mod 4 (no
+    n-queens solution is its own half turn), which leaves the classes in fours."""
+    grid = mirrors(n, edges) if k % 4 == 0 else None
+    if grid is None:
+        return None
+    rows, columns = grid
+    r, c = np.divmod(np.arange(n), columns)
+    twist = (c >= columns // 2) * 1 + (r >= rows // 2) * 2  # which image of the quarter board a cell lies in
+    quarter = np.minimum(r, rows - 1 - r) * (columns // 2) + np.minimum(c, columns - 1 - c)
+    cells = n // 4
+    u, v = quarter[edges[:, 0]], quarter[edges[:, 1]]
+    t = twist[edges[:, 0]] ^ twist[edges[:, 1]]
+    if ((u == v) & (t == 0)).any():  # a vertex its own neighbour: no colouring
+        return None
+    keep = u != v  # a cell and its own image differ in colour whatever it is (XOR 1, 2 or 3)
+    keys = np.unique(np.concatenate([(u * cells + v) * 4 + t, (v * cells + u) * 4 + t])[np.tile(keep, 2)])
+    ends, flips = np.divmod(keys, 4)
+    starts, ends = np.divmod(ends, cells)
+    cut = np.searchsorted(starts, np.arange(1, cells))
+    nbrs, twists = np.split(ends, cut), np.split(flips, cut)
+    rng = np.random.default_rng(k)
+    for _ in range(MIRRORED_STARTS):
+        found, count = tabucol(nbrs, k, rng.integers(0, k, cells), MIRRORED_MOVES_PER_CELL * cells, rng, twists)
+        if count == 0:
+            return found[quarter] ^ twist
+    return None
+
+
 def clique_cover_colouring(masks: list[int], k: int) -> np.ndarray | None:
     """A k-colouring (colours 0..k-1) of a graph whose vertices split into k-cliques, or None.
     Each clique then holds every colour once, so a colour class is an independent set with one
@@ -683,6 +761,8 @@ def heuristic(data: dict) -> list[int]:
     rng = np.random.default_rng(0)
     while data["n"] and best.max() + 1 > lower:
         better = fewer_colours(nbrs, best, rng)
+        if better is None:  # the bound itself, on a board whose mirrors are automorphisms (queens)
+            better = mirrored_colouring(data["n"], np.asarray(data["edges"], dtype=np.int64).reshape(-1, 2), lower)
         if better is None and best.max() == lower:  # the last colour, where local search fails on queens
             better = clique_cover_colouring(neighbour_masks(data), lower)
         if better is None:

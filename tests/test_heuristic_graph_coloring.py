@@ -115,33 +115,59 @@ def test_gpx_takes_the_largest_class_of_each_parent_in_turn():
     assert child[:3].tolist() == [0, 0, 1] and 0 <= child[3] < 2
 
 
-def queen(size: int) -> dict:
-    """The size x size queen graph of the DIMACS set (cells row by row; an edge between two
-    cells in one row, column or diagonal)."""
-    cells = [(r, c) for r in range(size) for c in range(size)]
+def queen(size: int, columns: int | None = None) -> dict:
+    """The size x size (or size x columns) queen graph of the DIMACS set (cells row by row; an
+    edge between two cells in one row, column or diagonal)."""
+    cells = [(r, c) for r in range(size) for c in range(columns or size)]
     edges = [[a, b] for a in range(len(cells)) for b in range(a + 1, len(cells))
              if cells[a][0] == cells[b][0] or cells[a][1] == cells[b][1]
              or abs(cells[a][0] - cells[b][0]) == abs(cells[a][1] - cells[b][1])]
-    return {"n": size * size, "edges": edges}
+    return {"n": len(cells), "edges": edges}
 
 
-def test_heuristic_colours_queen11_11_with_11_colours():
-    # TabuCol, PartialCol and HEA stop at 12 (6-9 conflicts left at 11); the exact cover of the
-    # cells by disjoint 11-queens solutions finds the published optimum
-    data = queen(11)
+@pytest.mark.parametrize("size", [
+    11,  # TabuCol, PartialCol and HEA stop at 12 (6-9 conflicts left at 11); the exact cover of
+    #      the cells by disjoint 11-queens solutions finds 11
+    13,  # local search stops at 14; over all 73,712 13-queens solutions Algorithm X finds no
+    #      cover in 50,000 nodes (13 CPU s), over the 22,532 classes and pairs the half turn
+    #      leaves it finds one in ~27,000
+    16,  # local search stops at 18 (bench_published); a colouring both mirrors map onto
+    #      themselves, searched for on the quarter board, has 16
+])
+def test_heuristic_colours_the_queen_board_with_as_many_colours_as_a_row(size: int):
+    data = queen(size)
     colours = mmnp.get_task("graph_coloring").solver.heuristic(data)
     assert all(colours[u] != colours[v] for u, v in data["edges"])
-    assert len(set(colours)) == 11 and max(colours) == 11
+    assert len(set(colours)) == size and max(colours) == size
 
 
-def test_heuristic_colours_queen13_13_with_13_colours():
-    # local search stops at 14; over all 73,712 13-queens solutions Algorithm X finds no cover
-    # in 50,000 nodes (13 CPU s), over the 22,532 classes and pairs the half turn leaves it
-    # finds one in ~27,000: the published optimum
-    data = queen(13)
-    colours = mmnp.get_task("graph_coloring").solver.heuristic(data)
-    assert all(colours[u] != colours[v] for u, v in data["edges"])
-    assert len(set(colours)) == 13 and max(colours) == 13
+def test_mirrored_colouring_is_proper_and_each_mirror_swaps_its_colours_in_fours():
+    solver = mmnp.get_task("graph_coloring").solver
+    for rows, columns in ((16, 16), (12, 12), (10, 12)):
+        data = queen(rows, columns)
+        edges = np.array(data["edges"])
+        assert solver.mirrors(data["n"], edges) == (rows, columns)
+        colouring = solver.mirrored_colouring(data["n"], edges, 12 if rows == 10 else rows)
+        assert colouring is not None and (colouring[edges[:, 0]] != colouring[edges[:, 1]]).all()
+        board = colouring.reshape(rows, columns)
+        assert board.max() < max(12, rows)
+        assert (board[:, ::-1] == board ^ 1).all() and (board[::-1, :] == board ^ 2).all()
+    # queen8_8 needs 9 colours: no 8-colouring, mirrored or not, so None rather than a wrong one
+    eight = queen(8)
+    assert solver.mirrored_colouring(64, np.array(eight["edges"]), 8) is None
+    # no grid with both mirrors: an odd side (queen13_13: the middle column is its own image), a
+    # renumbered board, a colour count not a multiple of 4, no edges
+    assert solver.mirrors(169, np.array(queen(13)["edges"])) is None
+    assert solver.mirrors(256, np.array(renumbered(queen(16), 1)["edges"])) is None
+    assert solver.mirrored_colouring(100, np.array(queen(10)["edges"]), 10) is None
+    assert solver.mirrors(4, np.zeros((0, 2), dtype=np.int64)) is None
+    # a 2 x 2 grid with only its rows joined has both mirrors; with one diagonal added it has none
+    assert solver.mirrors(4, np.array([[0, 1], [2, 3]])) == (2, 2)
+    assert solver.mirrors(4, np.array([[0, 1], [2, 3], [0, 3]])) is None
+    # with every vertex its own neighbour it keeps both mirrors, and no colouring exists
+    looped = np.array([[0, 1], [2, 3], [0, 0], [1, 1], [2, 2], [3, 3]])
+    assert solver.mirrors(4, looped) == (2, 2) and solver.mirrored_colouring(4, looped, 4) is None
+    assert solver.mirrored_colouring(4, looped[:2], 4) is not None
 
 
 def renumbered(data: dict, seed: int) -> dict:
