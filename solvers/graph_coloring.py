@@ -297,13 +297,15 @@ def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
     conflicts most (ties at random), not back to a colour it left within its tenure unless that
     beats the best count so far. The colouring with fewest conflicting edges seen within `steps`
     moves (stopping at 0), and that count. `nbrs[v]` lists v's neighbours once each (the
-    heuristic's lists do). The moves are `_tabucol_moves`, compiled by numba (about 600,000 a
+    heuristic's lists do; with twists, once per neighbour and twist). The moves are `_tabucol_moves`, compiled by numba (about 600,000 a
     second on DSJC250.5 at 28 colours, 23x the numpy loop this replaced, whose moves they equal:
     tests/test_heuristic_graph_coloring.py). With `twists` (aligned with `nbrs`, each in 0..3, k a
     multiple of 4) an edge to u with twist t asks colour != u's colour XOR t: the quarter board of
     a colouring that the board's mirrors map onto itself (`mirrored_colouring`)."""
     if k < 1 or (len(start) and int(start.max()) >= k):
         raise ValueError(f"tabucol: {k} colours, a start with colour {int(start.max()) if len(start) else None}")
+    if twists is not None and k % 4:
+        raise ValueError(f"tabucol: {k} colours with twists, which XOR colours in fours")
     draws = rng.integers(0, 10, size=steps + 1)  # tenure noise, then tie draws: one stream, as always
     ties = rng.random(steps + 1)
     indptr, indices = _csr(nbrs)
@@ -686,13 +688,14 @@ def mirrored_colouring(n: int, edges: np.ndarray, k: int) -> np.ndarray | None:
     is over a quarter of the cells, MIRRORED_STARTS runs of MIRRORED_MOVES_PER_CELL moves a cell.
     Vasquez & Habet (ECAI 2004) saw both mirrors in the colour layout of queen12_12's 454
     12-colourings and used symmetries in an exact, incomplete tree search (no public code); this
-    is local search on the symmetric board instead. queen16_16 and queen20_20, where the stages
-    before end at 18 and 22, take 0.05 and 0.3 CPU s; queen24_24 needs ~64,000 moves a cell
-    (docs/datasets.md). No n-colouring of a queen board with n = 14, 15, 18 or 22 has both
-    mirrors: its classes are n queens each, one a row, so no mirror maps a class onto itself (an
-    odd n's middle column would need one), nor does the half turn for n = 2 or 3 mod 4 (no
-    n-queens solution is its own half turn), which leaves the classes in fours."""
-    grid = mirrors(n, edges) if k % 4 == 0 else None
+    is local search on the symmetric board instead. It takes 0.05 CPU s on queen16_16, where the
+    stages before end at 18; queen20_20 (22) and queen24_24 need more moves than it gets on most
+    seeds (docs/datasets.md). No n-colouring of a queen board with n = 14, 15, 18 or 22 has both
+    mirrors: its classes are n queens each, one a row, so no mirror maps a class onto itself
+    (yet on an odd board a mirror fixes the middle column's cells, hence their classes), nor
+    does the half turn for n = 2 or 3 mod 4 (no n-queens solution is its own half turn), which
+    leaves the classes in fours."""
+    grid = mirrors(n, edges) if k >= 4 and k % 4 == 0 else None
     if grid is None:
         return None
     rows, columns = grid

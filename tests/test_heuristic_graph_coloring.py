@@ -141,7 +141,7 @@ def test_heuristic_colours_the_queen_board_with_as_many_colours_as_a_row(size: i
     assert len(set(colours)) == size and max(colours) == size
 
 
-def test_mirrored_colouring_is_proper_and_each_mirror_swaps_its_colours_in_fours():
+def test_mirrored_colouring_is_proper_and_each_mirror_swaps_its_colours_in_fours(monkeypatch):
     solver = mmnp.get_task("graph_coloring").solver
     for rows, columns in ((16, 16), (12, 12), (10, 12)):
         data = queen(rows, columns)
@@ -164,6 +164,29 @@ def test_mirrored_colouring_is_proper_and_each_mirror_swaps_its_colours_in_fours
     # a 2 x 2 grid with only its rows joined has both mirrors; with one diagonal added it has none
     assert solver.mirrors(4, np.array([[0, 1], [2, 3]])) == (2, 2)
     assert solver.mirrors(4, np.array([[0, 1], [2, 3], [0, 3]])) is None
+    # random graphs closed under both mirrors of small grids, edges either way round, on short
+    # searches that often end with conflicts: what comes back is proper (each edge is a
+    # constraint at both of its ends); one mirror alone is not enough
+    monkeypatch.setattr(solver, "MIRRORED_STARTS", 1)
+    monkeypatch.setattr(solver, "MIRRORED_MOVES_PER_CELL", 100)
+    rng, found = np.random.default_rng(0), 0
+    for rows, columns in [(2, 4), (4, 6), (2, 6), (4, 4)] * 5:
+        n = rows * columns
+        r, c = np.divmod(np.arange(n), columns)
+        images = (np.arange(n), r * columns + columns - 1 - c, (rows - 1 - r) * columns + c,
+                  (rows - 1 - r) * columns + columns - 1 - c)
+        picked = rng.integers(0, n, size=(n, 2))
+        picked = picked[picked[:, 0] != picked[:, 1]]
+        edges = np.concatenate([image[picked] for image in images])
+        for k in (4, 8):
+            colouring = solver.mirrored_colouring(n, edges, k)
+            if colouring is not None:
+                found += 1
+                assert (colouring[edges[:, 0]] != colouring[edges[:, 1]]).all() and colouring.max() < k
+        one_mirror = np.concatenate([image[picked] for image in images[:2]])
+        if set(map(frozenset, one_mirror.tolist())) != set(map(frozenset, edges.tolist())):
+            assert solver.mirrors(n, one_mirror) != (rows, columns)
+    assert found >= 20
     # with every vertex its own neighbour it keeps both mirrors, and no colouring exists
     looped = np.array([[0, 1], [2, 3], [0, 0], [1, 1], [2, 2], [3, 3]])
     assert solver.mirrors(4, looped) == (2, 2) and solver.mirrored_colouring(4, looped, 4) is None
