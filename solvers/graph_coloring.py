@@ -29,11 +29,14 @@ At k equal to the clique's size, when local search fails and a greedy search (or
 finds none, an exact cover by k-cliques) splits the vertices into k-cliques (a queen graph's
 rows), an exact cover of the vertices by independent
 sets with one vertex per clique (`clique_cover_colouring`, each stage within a node budget) is
-tried last, and where the numbering's reversal is an automorphism, a cover it maps onto itself.
-Before that, wherever local search stops above the clique's size on a graph numbered row by row
-as a grid with even sides whose two mirror images are automorphisms (a queen board), a
-colouring with the clique's size that both mirrors map onto itself is searched for on the
-quarter board (`mirrored_colouring`: queen16_16 16, where the stages above end at 18).
+tried last, and where the graph has an automorphism of order 2, a cover that the one fixing the
+fewest vertices (a board's half turn) maps onto itself. Before that, wherever local search
+stops above the clique's size on a graph with two commuting automorphisms that, with their
+product, move every vertex (the mirrors of a queen board with even sides), a colouring with
+the clique's size that both map onto itself is searched for on a quarter of the vertices
+(`mirrored_colouring`: queen16_16 16, where the stages above end at 18). The automorphisms are
+searched for (`symmetry.automorphisms`: colour refinement and individualisation, within a
+budget), not read from the numbering, so a board renumbered at random gets them too.
 The search stops at the first k it cannot reach in its budget, or when k equals the clique's
 size (proven optimal). So a graph whose clique is smaller than its chromatic number (myciel,
 queen6_6 to queen10_10, the generated levels without a clique) always spends one full budget at
@@ -69,7 +72,7 @@ from __future__ import annotations
 import numpy as np
 
 from mmnp.kits.graphs import neighbour_masks
-from mmnp.solvers import cpsat
+from mmnp.solvers import cpsat, symmetry
 from mmnp.solvers.compiled import compiled
 from mmnp.solvers.max_clique import CliqueSearch
 
@@ -94,10 +97,10 @@ TRANSVERSAL_NODES = 1_000_000  # search nodes listing the independent sets with 
 #   (queen11_11's 2,680 take up to ~200,000 on the board's order, up to 1 million renumbered)
 COVER_NODES = 100_000  # exact-cover search nodes over those sets (queen11_11 takes ~150 on the board's
 #   order, 20,000-100,000 renumbered at random)
-TURNED_TRANSVERSAL_NODES = 4_000_000  # the listing's budget where the numbering's reversal is an
-#   automorphism (queen13_13's 73,712 13-queens solutions take 3.5 million, ~6 CPU s)
+TURNED_TRANSVERSAL_NODES = 4_000_000  # the listing's budget where the graph has an involution (queen13_13's
+#   73,712 13-queens solutions take 3.5 million, ~6 CPU s, in `linked_order`)
 TURNED_MAX_CLASSES = 100_000  # ... and at most this many classes for it to pair (queen13_13: 73,712)
-TURNED_COVER_NODES = 50_000  # exact-cover search nodes over the classes that reversal pairs ...
+TURNED_COVER_NODES = 50_000  # exact-cover search nodes over the classes that involution pairs ...
 TURNED_COVER_WORDS = 10**10  # ... or fewer where a node's bit sets are wider: a node scans each
 #   vertex's live options (about classes x vertices / 64 words; queen13_13's ~27,000 nodes, 2 s)
 MIRRORED_STARTS = 4  # random starts of the search for a colouring the board's mirrors map onto itself ...
@@ -550,6 +553,23 @@ def covering_partition(masks: list[int], k: int, nodes: int) -> list[list[int]] 
     return None if picked is None else [_members(cliques[i]) for i in sorted(picked)]
 
 
+def linked_order(parts: list[list[int]], masks: list[int]) -> list[list[int]]:
+    """`parts` from the first on, each next the one with the most edges to those before it (the
+    lowest index among equals): the order in which `transversals` prunes soonest, whatever the
+    numbering. A queen board's rows come out each next to one before it (adjacent rows share the
+    most attacks), as `clique_partition` finds them on the file's numbering; renumbered at random
+    they come in any order, and listing queen13_13's 73,712 solutions took over 4 million nodes
+    (3.5 million in the board's order)."""
+    spans = [sum(1 << v for v in part) for part in parts]
+    links = [[sum((masks[v] & span).bit_count() for v in part) for span in spans] for part in parts]
+    order, left = [0], list(range(1, len(parts)))
+    while left:
+        best = max(left, key=lambda i: (sum(links[i][j] for j in order), -i))
+        left.remove(best)
+        order.append(best)
+    return [parts[i] for i in order]
+
+
 def transversals(parts: list[list[int]], masks: list[int], nodes: int) -> list[int] | None:
     """Every independent set with one vertex in each part (as bit masks, in the lexicographic
     order of the chosen vertices), or None after `nodes` search nodes and sets found (each
@@ -622,20 +642,6 @@ def exact_cover(sets: list[int], universe: int, nodes: int) -> list[int] | None:
     return None
 
 
-def reversal(masks: list[int]) -> list[int] | None:
-    """Each vertex's image under v -> n - 1 - v when that map is an automorphism, else None. On a
-    grid numbered row by row it is the half turn (a queen graph's), the one symmetry a graph's
-    numbering gives away for free: checked edge by edge, not searched for."""
-    n = len(masks)
-    for v in range(n):
-        image = 0
-        for u in _members(masks[v]):
-            image |= 1 << (n - 1 - u)
-        if image != masks[n - 1 - v]:
-            return None
-    return [n - 1 - v for v in range(n)]
-
-
 def turned_cover(classes: list[int], image: list[int], universe: int, nodes: int) -> list[int] | None:
     """Pairwise disjoint `classes` covering `universe` and mapped onto each other by the
     automorphism `image` (`classes` closed under it, as the list of every transversal is; a
@@ -659,33 +665,13 @@ def turned_cover(classes: list[int], image: list[int], universe: int, nodes: int
     return None if picked is None else [half for i in picked for half in halves[i]]
 
 
-def mirrors(n: int, edges: np.ndarray) -> tuple[int, int] | None:
-    """(rows, columns) of a grid, both even, whose numbering row by row makes both its mirror
-    images ((r, c) -> (r, columns - 1 - c) and (rows - 1 - r, c)) automorphisms (checked edge by
-    edge, the fewest rows first), else None. Like `reversal`, read from the numbering, not
-    searched for: a queen graph's board."""
-    if not len(edges):
-        return None
-    low, high = np.minimum(edges[:, 0], edges[:, 1]), np.maximum(edges[:, 0], edges[:, 1])
-    present = np.unique(low * n + high)
-    for rows in range(2, n // 2 + 1, 2):
-        columns = n // rows
-        if rows * columns != n or columns % 2:
-            continue
-        r, c = np.divmod(np.arange(n), columns)
-        if all(np.array_equal(present, np.unique(np.minimum(image[low], image[high]) * n
-                                                 + np.maximum(image[low], image[high])))
-               for image in (r * columns + columns - 1 - c, (rows - 1 - r) * columns + c)):
-            return rows, columns
-    return None
-
-
-def mirrored_colouring(n: int, edges: np.ndarray, k: int) -> np.ndarray | None:
-    """A k-colouring (k a multiple of 4) that the mirrors of a grid-numbered graph (`mirrors`) map
-    onto itself, colours swapped in fours (colour c of cell x is c XOR 1 on x's left-right image,
-    c XOR 2 up-down, c XOR 3 on its half turn), or None: TabuCol on the quarter board, where an
-    edge from x's image under t to y's under u asks col(x) != col(y) XOR t XOR u, so the search
-    is over a quarter of the cells, MIRRORED_STARTS runs of MIRRORED_MOVES_PER_CELL moves a cell.
+def mirrored_colouring(n: int, edges: np.ndarray, k: int, group: list[np.ndarray]) -> np.ndarray | None:
+    """A k-colouring (k a multiple of 4) that two commuting automorphisms a and b of `group`
+    (`symmetry.free_klein`: a board's two mirrors) map onto itself, colours swapped in fours
+    (colour c of vertex x is c XOR 1 on a(x), c XOR 2 on b(x), c XOR 3 on a(b(x))), or None:
+    TabuCol on one vertex of each orbit {x, a x, b x, a b x}, where an edge from x's image under
+    t to y's under u asks col(x) != col(y) XOR t XOR u, so the search is over a quarter of the
+    vertices, MIRRORED_STARTS runs of MIRRORED_MOVES_PER_CELL moves a cell.
     Vasquez & Habet (ECAI 2004) saw both mirrors in the colour layout of queen12_12's 454
     12-colourings and used symmetries in an exact, incomplete tree search (no public code); this
     is local search on the symmetric board instead. It takes 0.05 CPU s on queen16_16, where the
@@ -695,13 +681,13 @@ def mirrored_colouring(n: int, edges: np.ndarray, k: int) -> np.ndarray | None:
     (yet on an odd board a mirror fixes the middle column's cells, hence their classes), nor
     does the half turn for n = 2 or 3 mod 4 (no n-queens solution is its own half turn), which
     leaves the classes in fours."""
-    grid = mirrors(n, edges) if k >= 4 and k % 4 == 0 else None
-    if grid is None:
+    pair = symmetry.free_klein(group) if k >= 4 and k % 4 == 0 else None
+    if pair is None:
         return None
-    rows, columns = grid
-    r, c = np.divmod(np.arange(n), columns)
-    twist = (c >= columns // 2) * 1 + (r >= rows // 2) * 2  # which image of the quarter board a cell lies in
-    quarter = np.minimum(r, rows - 1 - r) * (columns // 2) + np.minimum(c, columns - 1 - c)
+    images = np.stack([np.arange(n), pair[0], pair[1], pair[0][pair[1]]])  # x's images under 1, a, b, a b
+    first = images.min(axis=0)  # the orbit's least vertex, where its colour is kept
+    twist = np.argmax(images[:, first] == np.arange(n), axis=0)  # which image of it x is: 0..3
+    quarter = np.searchsorted(np.unique(first), first)
     cells = n // 4
     u, v = quarter[edges[:, 0]], quarter[edges[:, 1]]
     t = twist[edges[:, 0]] ^ twist[edges[:, 1]]
@@ -721,13 +707,13 @@ def mirrored_colouring(n: int, edges: np.ndarray, k: int) -> np.ndarray | None:
     return None
 
 
-def clique_cover_colouring(masks: list[int], k: int) -> np.ndarray | None:
+def clique_cover_colouring(masks: list[int], k: int, group: list[np.ndarray]) -> np.ndarray | None:
     """A k-colouring (colours 0..k-1) of a graph whose vertices split into k-cliques, or None.
     Each clique then holds every colour once, so a colour class is an independent set with one
     vertex per clique, and a k-colouring is an exact cover of the vertices by k such sets:
-    listed, then covered by Algorithm X, each within a node budget; where the numbering's
-    reversal is an automorphism and that finds none, a cover that the reversal maps onto itself
-    (`turned_cover`), with larger budgets. The n x n queen graph (n coprime to 6) is the case in
+    listed, then covered by Algorithm X, each within a node budget; where that finds none and
+    `group` holds an involution, a cover that the one fixing the fewest vertices (a board's half
+    turn) maps onto itself (`turned_cover`), with larger budgets. The n x n queen graph (n coprime to 6) is the case in
     point: its n-colourings are n disjoint n-queens solutions, which local search does not find
     (queen11_11: 6-9 conflicts left by TabuCol, PartialCol and HEA) and this finds: queen11_11
     in ~150 cover steps, queen13_13 by the half turn (module docstring)."""
@@ -737,11 +723,13 @@ def clique_cover_colouring(masks: list[int], k: int) -> np.ndarray | None:
     parts = clique_partition(masks, k, PARTITION_NODES) or covering_partition(masks, k, PARTITION_NODES)
     if parts is None:
         return None
+    parts = linked_order(parts, masks)
     everything = (1 << n) - 1
     classes = transversals(parts, masks, TRANSVERSAL_NODES)
     picked = None if classes is None else exact_cover(classes, everything, COVER_NODES)
     chosen = None if picked is None else [classes[i] for i in picked]
-    if chosen is None and (image := reversal(masks)) is not None:
+    if chosen is None and (turn := symmetry.involution(group)) is not None:
+        image = turn.tolist()
         if classes is None:
             classes = transversals(parts, masks, TURNED_TRANSVERSAL_NODES)
         if classes is not None and len(classes) <= TURNED_MAX_CLASSES:
@@ -764,10 +752,13 @@ def heuristic(data: dict) -> list[int]:
     rng = np.random.default_rng(0)
     while data["n"] and best.max() + 1 > lower:
         better = fewer_colours(nbrs, best, rng)
-        if better is None:  # the bound itself, on a board whose mirrors are automorphisms (queens)
-            better = mirrored_colouring(data["n"], np.asarray(data["edges"], dtype=np.int64).reshape(-1, 2), lower)
+        group: list[np.ndarray] = []
+        if better is None and (lower % 4 == 0 or best.max() == lower):  # the searches below use symmetries
+            edges = np.asarray(data["edges"], dtype=np.int64).reshape(-1, 2)
+            group = symmetry.automorphisms(data["n"], edges)
+            better = mirrored_colouring(data["n"], edges, lower, group)  # the bound itself (queen boards)
         if better is None and best.max() == lower:  # the last colour, where local search fails on queens
-            better = clique_cover_colouring(neighbour_masks(data), lower)
+            better = clique_cover_colouring(neighbour_masks(data), lower, group)
         if better is None:
             break
         best = better

@@ -141,32 +141,69 @@ def test_heuristic_colours_the_queen_board_with_as_many_colours_as_a_row(size: i
     assert len(set(colours)) == size and max(colours) == size
 
 
-def test_mirrored_colouring_is_proper_and_each_mirror_swaps_its_colours_in_fours(monkeypatch):
+def test_automorphisms_are_found_whatever_the_numbering_within_the_budget():
+    from mmnp.solvers import symmetry
+
+    data = renumbered(queen(16), 1)
+    edges = np.array(data["edges"])
+    group = symmetry.automorphisms(256, edges)
+    adjacency = np.zeros((256, 256), dtype=bool)
+    adjacency[edges[:, 0], edges[:, 1]] = adjacency[edges[:, 1], edges[:, 0]] = True
+    # the board's 8 symmetries less the identity, each keeping every edge, closed under composition
+    assert len(group) == 7 and len({g.tobytes() for g in group}) == 7
+    assert all((adjacency[np.ix_(g, g)] == adjacency).all() for g in group)
+    assert {g[h].tobytes() for g in group for h in group} <= {g.tobytes() for g in group} | {np.arange(256).tobytes()}
+    # a random graph has none; an asymmetric one has none; a path has its reversal; the Petersen
+    # graph's 119 stop at the limit, and a budget of 5 refinements finds none of them
+    rng = np.random.default_rng(0)
+    random_pairs = np.array([[u, v] for u in range(60) for v in range(u + 1, 60) if rng.random() < 0.3])
+    assert symmetry.automorphisms(60, random_pairs) == []
+    assert symmetry.automorphisms(6, np.array([[0, 1], [1, 2], [2, 3], [3, 4], [2, 5], [5, 3]])) == []
+    assert [g.tolist() for g in symmetry.automorphisms(4, np.array([[0, 1], [1, 2], [2, 3]]))] == [[3, 2, 1, 0]]
+    petersen = np.array([[i, (i + 1) % 5] for i in range(5)] + [[i, i + 5] for i in range(5)]
+                        + [[5 + i, 5 + (i + 2) % 5] for i in range(5)])
+    assert len(symmetry.automorphisms(10, petersen)) == symmetry.LIMIT
+    assert symmetry.automorphisms(10, petersen, budget=5) == []
+
+
+def test_free_klein_and_involution_pick_a_boards_mirrors_and_half_turn():
+    from mmnp.solvers import symmetry
+
+    sixteen, thirteen = (symmetry.automorphisms(size * size, np.array(queen(size)["edges"])) for size in (16, 13))
+    a, b = symmetry.free_klein(sixteen)
+    everyone = np.arange(256)
+    assert (a[a] == everyone).all() and (b[b] == everyone).all() and (a[b] == b[a]).all()
+    assert (a != everyone).all() and (b != everyone).all() and (a[b] != everyone).all()
+    # an odd board's mirrors fix its middle column, and its half turn the centre: no free pair;
+    # the involution fixing fewest cells is the half turn, v -> n - 1 - v on the board's numbering
+    assert symmetry.free_klein(thirteen) is None
+    assert symmetry.involution(thirteen).tolist() == list(range(168, -1, -1))
+    assert symmetry.free_klein([]) is None and symmetry.involution([]) is None
+
+
+def test_mirrored_colouring_is_proper_and_each_mirror_permutes_its_colour_classes(monkeypatch):
+    from mmnp.solvers import symmetry
+
     solver = mmnp.get_task("graph_coloring").solver
-    for rows, columns in ((16, 16), (12, 12), (10, 12)):
-        data = queen(rows, columns)
+    for rows, columns, seed in ((16, 16, None), (16, 16, 2), (12, 12, None), (10, 12, None)):
+        data = queen(rows, columns) if seed is None else renumbered(queen(rows, columns), seed)
         edges = np.array(data["edges"])
-        assert solver.mirrors(data["n"], edges) == (rows, columns)
-        colouring = solver.mirrored_colouring(data["n"], edges, 12 if rows == 10 else rows)
+        k = 12 if rows == 10 else rows
+        colouring = solver.mirrored_colouring(data["n"], edges, k, symmetry.automorphisms(data["n"], edges))
         assert colouring is not None and (colouring[edges[:, 0]] != colouring[edges[:, 1]]).all()
-        board = colouring.reshape(rows, columns)
-        assert board.max() < max(12, rows)
-        assert (board[:, ::-1] == board ^ 1).all() and (board[::-1, :] == board ^ 2).all()
-    # queen8_8 needs 9 colours: no 8-colouring, mirrored or not, so None rather than a wrong one
-    eight = queen(8)
-    assert solver.mirrored_colouring(64, np.array(eight["edges"]), 8) is None
-    # no grid with both mirrors: an odd side (queen13_13: the middle column is its own image), a
-    # renumbered board, a colour count not a multiple of 4, no edges
-    assert solver.mirrors(169, np.array(queen(13)["edges"])) is None
-    assert solver.mirrors(256, np.array(renumbered(queen(16), 1)["edges"])) is None
-    assert solver.mirrored_colouring(100, np.array(queen(10)["edges"]), 10) is None
-    assert solver.mirrors(4, np.zeros((0, 2), dtype=np.int64)) is None
-    # a 2 x 2 grid with only its rows joined has both mirrors; with one diagonal added it has none
-    assert solver.mirrors(4, np.array([[0, 1], [2, 3]])) == (2, 2)
-    assert solver.mirrors(4, np.array([[0, 1], [2, 3], [0, 3]])) is None
+        assert colouring.max() < k
+        if seed is None:  # each mirror maps each colour class onto one colour class
+            board = colouring.reshape(rows, columns)
+            for image in (board[:, ::-1], board[::-1, :]):
+                assert len(set(zip(board.ravel().tolist(), image.ravel().tolist()))) == k
+    # queen8_8 needs 9 colours: no 8-colouring, mirrored or not, so None rather than a wrong one;
+    # an odd board (its mirrors fix a column) and a colour count not a multiple of 4 get None too
+    for size, k in ((8, 8), (13, 12), (10, 10)):
+        edges = np.array(queen(size)["edges"])
+        assert solver.mirrored_colouring(size * size, edges, k, symmetry.automorphisms(size * size, edges)) is None
     # random graphs closed under both mirrors of small grids, edges either way round, on short
     # searches that often end with conflicts: what comes back is proper (each edge is a
-    # constraint at both of its ends); one mirror alone is not enough
+    # constraint at both of its ends)
     monkeypatch.setattr(solver, "MIRRORED_STARTS", 1)
     monkeypatch.setattr(solver, "MIRRORED_MOVES_PER_CELL", 100)
     rng, found = np.random.default_rng(0), 0
@@ -179,18 +216,16 @@ def test_mirrored_colouring_is_proper_and_each_mirror_swaps_its_colours_in_fours
         picked = picked[picked[:, 0] != picked[:, 1]]
         edges = np.concatenate([image[picked] for image in images])
         for k in (4, 8):
-            colouring = solver.mirrored_colouring(n, edges, k)
+            colouring = solver.mirrored_colouring(n, edges, k, [images[1], images[2], images[3]])
             if colouring is not None:
                 found += 1
                 assert (colouring[edges[:, 0]] != colouring[edges[:, 1]]).all() and colouring.max() < k
-        one_mirror = np.concatenate([image[picked] for image in images[:2]])
-        if set(map(frozenset, one_mirror.tolist())) != set(map(frozenset, edges.tolist())):
-            assert solver.mirrors(n, one_mirror) != (rows, columns)
     assert found >= 20
-    # with every vertex its own neighbour it keeps both mirrors, and no colouring exists
+    # with every vertex its own neighbour no colouring exists, whatever the symmetries
     looped = np.array([[0, 1], [2, 3], [0, 0], [1, 1], [2, 2], [3, 3]])
-    assert solver.mirrors(4, looped) == (2, 2) and solver.mirrored_colouring(4, looped, 4) is None
-    assert solver.mirrored_colouring(4, looped[:2], 4) is not None
+    mirrors = [np.array([1, 0, 3, 2]), np.array([2, 3, 0, 1]), np.array([3, 2, 1, 0])]
+    assert solver.mirrored_colouring(4, looped, 4, mirrors) is None
+    assert solver.mirrored_colouring(4, looped[:2], 4, mirrors) is not None
 
 
 def renumbered(data: dict, seed: int) -> dict:
@@ -210,6 +245,33 @@ def test_heuristic_colours_queen11_11_with_11_colours_however_its_cells_are_numb
         assert len(set(colours)) == 11, seed
 
 
+def test_heuristic_colours_queen12_12_and_queen16_16_with_12_and_16_colours_however_numbered():
+    """Their mirrors, found by colour refinement rather than read from the numbering: renumbered
+    at random they ended at 13 and 18 when the mirrors were read from the board's order."""
+    for size in (12, 16):
+        data = renumbered(queen(size), 1)
+        colours = mmnp.get_task("graph_coloring").solver.heuristic(data)
+        assert all(colours[u] != colours[v] for u, v in data["edges"])
+        assert len(set(colours)) == size, size
+
+
+def test_linked_order_puts_each_row_of_a_renumbered_board_next_to_one_before_it():
+    from mmnp.kits.graphs import neighbour_masks
+
+    solver = mmnp.get_task("graph_coloring").solver
+    label = np.random.default_rng(3).permutation(169)
+    data = {"n": 169, "edges": [[int(label[u]), int(label[v])] for u, v in queen(13)["edges"]]}
+    masks = neighbour_masks(data)
+    parts = solver.covering_partition(masks, 13, 20_000)
+    row_of = {int(label[cell]): cell // 13 for cell in range(169)}
+    column_of = {int(label[cell]): cell % 13 for cell in range(169)}
+    line = row_of if len({row_of[v] for v in parts[0]}) == 1 else column_of  # rows, or columns
+    lines = [line[part[0]] for part in solver.linked_order(parts, masks)]
+    assert lines[0] == line[parts[0][0]] and sorted(lines) == list(range(13))
+    assert all(max(lines[:i]) - min(lines[:i]) == i - 1 for i in range(1, 14))  # an unbroken run
+    assert [line[part[0]] for part in parts] != lines  # the split's own order was not
+
+
 def test_covering_partition_splits_a_renumbered_queen_graph_where_the_greedy_split_does_not():
     from mmnp.kits.graphs import neighbour_masks
 
@@ -222,15 +284,16 @@ def test_covering_partition_splits_a_renumbered_queen_graph_where_the_greedy_spl
     assert solver.covering_partition(masks, 11, 50) is None  # past its node budget
     assert solver.covering_partition(neighbour_masks(renumbered(queen(6), 1)), 7, 1_000) is None  # no 7-clique
 
-def test_turned_cover_is_a_colouring_the_reversal_maps_onto_itself():
+def test_turned_cover_is_a_colouring_the_half_turn_maps_onto_itself():
     from mmnp.kits.graphs import neighbour_masks
+    from mmnp.solvers import symmetry
 
     solver = mmnp.get_task("graph_coloring").solver
     for size in (5, 7):
         data = queen(size)
         masks = neighbour_masks(data)
-        image = solver.reversal(masks)
-        assert image == list(range(size * size - 1, -1, -1))
+        image = symmetry.involution(symmetry.automorphisms(size * size, np.array(data["edges"]))).tolist()
+        assert image == list(range(size * size - 1, -1, -1))  # the half turn
         classes = solver.transversals(solver.clique_partition(masks, size, 1_000), masks, 100_000)
         chosen = solver.turned_cover(classes, image, (1 << size * size) - 1, 1_000)
         assert chosen is not None and len(chosen) == size
@@ -246,14 +309,11 @@ def test_turned_cover_is_a_colouring_the_reversal_maps_onto_itself():
     assert solver.turned_cover(sets, flip, 0b111111, 100) is None
     # with {0,5} (which it fixes) added, {0,5} {2,4} {1,3} is the one it maps onto itself
     assert sorted(solver.turned_cover(sets + [0b100001], flip, 0b111111, 100)) == [0b001010, 0b010100, 0b100001]
-    # a path 0-1-2-3 is its own reversal; with the edge 0-2 added it is not
-    path = neighbour_masks({"n": 4, "edges": [[0, 1], [1, 2], [2, 3]]})
-    assert solver.reversal(path) == [3, 2, 1, 0]
-    assert solver.reversal(neighbour_masks({"n": 4, "edges": [[0, 1], [1, 2], [2, 3], [0, 2]]})) is None
     # queen6_6 needs 7 colours: no 6 classes cover it, turned or not
     six = neighbour_masks(queen(6))
     classes = solver.transversals(solver.clique_partition(six, 6, 1_000), six, 100_000)
-    assert solver.turned_cover(classes, solver.reversal(six), (1 << 36) - 1, 1_000) is None
+    turn = symmetry.involution(symmetry.automorphisms(36, np.array(queen(6)["edges"]))).tolist()
+    assert solver.turned_cover(classes, turn, (1 << 36) - 1, 1_000) is None
 
 
 def test_clique_cover_colouring_finds_the_queens_colouring_and_none_where_there_is_none():
@@ -261,16 +321,16 @@ def test_clique_cover_colouring_finds_the_queens_colouring_and_none_where_there_
 
     solver = mmnp.get_task("graph_coloring").solver
     five = queen(5)  # 5 colours suffice (5 is coprime to 6): 5 disjoint 5-queens solutions
-    colouring = solver.clique_cover_colouring(neighbour_masks(five), 5)
+    colouring = solver.clique_cover_colouring(neighbour_masks(five), 5, [])
     assert colouring is not None and sorted(set(colouring.tolist())) == [0, 1, 2, 3, 4]
     assert all(colouring[u] != colouring[v] for u, v in five["edges"])
     # queen6_6 needs 7: its rows split it into 6-cliques, but its four 6-queens solutions
     # cannot cover the 36 cells, so the search ends with None rather than a wrong colouring
-    assert solver.clique_cover_colouring(neighbour_masks(queen(6)), 6) is None
+    assert solver.clique_cover_colouring(neighbour_masks(queen(6)), 6, []) is None
     # the Petersen graph splits into 5 edges (2-cliques) but is not bipartite
     petersen = [[i, (i + 1) % 5] for i in range(5)] + [[i, i + 5] for i in range(5)] \
         + [[5 + i, 5 + (i + 2) % 5] for i in range(5)]
-    assert solver.clique_cover_colouring(neighbour_masks({"n": 10, "edges": petersen}), 2) is None
+    assert solver.clique_cover_colouring(neighbour_masks({"n": 10, "edges": petersen}), 2, []) is None
 
 
 def test_transversals_are_every_independent_choice_of_one_vertex_per_part():
