@@ -674,7 +674,7 @@ def mirrored_colouring(n: int, edges: np.ndarray, k: int, group: list[np.ndarray
     vertices, MIRRORED_STARTS runs of MIRRORED_MOVES_PER_CELL moves a cell.
     Vasquez & Habet (ECAI 2004) saw both mirrors in the colour layout of queen12_12's 454
     12-colourings and used symmetries in an exact, incomplete tree search (no public code); this
-    is local search on the symmetric board instead. It takes 0.05 CPU s on queen16_16, where the
+    is local search on the symmetric board instead. It takes 0.1-0.3 CPU s on queen16_16, where the
     stages before end at 18; queen20_20 (22) and queen24_24 need more moves than it gets on most
     seeds (docs/datasets.md). No n-colouring of a queen board with n = 14, 15, 18 or 22 has both
     mirrors: its classes are n queens each, one a row, so no mirror maps a class onto itself
