@@ -1,5 +1,5 @@
 """A graph's automorphisms, searched for as nauty does at heart (colour refinement, then
-individualising one vertex at a time), within a budget of refinements: so that a heuristic
+individualising one vertex at a time), within a budget of work: so that a heuristic
 which uses a symmetry (graph colouring's mirrored and turned searches) finds it however the
 graph's vertices are numbered.
 
@@ -11,67 +11,94 @@ the classes further: matching the left side's first vertex of its first non-sing
 each vertex of that class on the right, depth first, until every class is one vertex, lists
 the whole group (each leaf whose map keeps every edge is one automorphism). On a queen board
 the first refinement leaves classes of 4 or 8 cells and one individualisation more makes every
-class a single cell: queen16_16's 8 symmetries take ~40 refinements (~0.1 CPU s) in any
-numbering. A random graph's first refinement is already discrete (only the identity); a graph
-with many symmetries or none that refinement can see (a regular graph) stops at the budget.
+class a single cell: queen16_16's 8 symmetries take ~0.02 CPU s in any numbering. A random
+graph's first refinement is already discrete (only the identity); a graph with many
+symmetries, or one where refinement splits slowly (a long cycle: one class more a round), stops
+at the budget, which counts the work of every refinement round, not the refinements.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-REFINEMENTS = 400  # colour refinements the search may spend (each a matrix product over the vertices)
+WORK = 20_000_000  # the search's budget: a refinement round costs 2 per edge and ROUND_PER_VERTEX per vertex
+#   (queen16_16's whole search 0.8 million, queen31_31's 5 million; at most ~0.6 CPU s at 1,000 vertices)
+ROUND_PER_VERTEX = 32  # (naming the new colours sorts the vertices: at 1,000 vertices a round costs about as
+#   much as visiting 32,000 neighbours)
 LIMIT = 64  # automorphisms listed at most
 
 
-def refine(adjacency: np.ndarray, colours: np.ndarray) -> np.ndarray:
-    """The coarsest equitable refinement of `colours` (0..c-1), colours named canonically: by
-    the sorted (colour, neighbours of each colour) rows."""
-    while True:
-        counts = adjacency @ np.eye(int(colours.max()) + 1, dtype=np.float32)[colours]
-        _, named = np.unique(np.column_stack([colours, counts]), axis=0, return_inverse=True)
-        named = named.ravel()
-        if named.max() == colours.max():
-            return named
-        colours = named
+class _Refiner:
+    """Colour refinement on one graph, each round charged to a shared budget. A vertex's new
+    colour is named by its colour and two sums of fixed random 31-bit weights over its
+    neighbours' colours: below 2^53, so exact in any order and both sides of the search name
+    alike. Two different multisets of colours that sum alike would only merge two classes, which
+    loses automorphisms but never makes a wrong one (each is checked edge by edge)."""
+
+    def __init__(self, n: int, edges: np.ndarray, work: int):
+        pairs = np.unique(np.sort(edges, axis=1), axis=0)  # each edge once, either way round
+        self.n, self.left = n, work
+        self.tails = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        self.heads = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        self.weights = np.random.default_rng(0).integers(1, 2**31, size=(2, 2 * n + 2)).astype(np.float64)
+
+    def refine(self, colours: np.ndarray) -> np.ndarray | None:
+        """The coarsest equitable refinement of `colours` (0..c-1), colours named canonically, or
+        None once the budget is spent."""
+        while True:
+            self.left -= len(self.tails) + ROUND_PER_VERTEX * self.n
+            if self.left < 0:
+                return None
+            sums = [np.bincount(self.tails, weights=weight[colours[self.heads]], minlength=self.n)
+                    for weight in self.weights]
+            _, named = np.unique(np.column_stack([colours, *sums]).astype(np.int64), axis=0, return_inverse=True)
+            named = named.ravel()
+            if named.max() == colours.max():
+                return named
+            colours = named
 
 
-def automorphisms(n: int, edges: np.ndarray, limit: int = LIMIT, budget: int = REFINEMENTS) -> list[np.ndarray]:
+def automorphisms(n: int, edges: np.ndarray, limit: int = LIMIT, work: int = WORK) -> list[np.ndarray]:
     """Up to `limit` automorphisms other than the identity (each an array: vertex -> image),
-    found within `budget` refinements, in a fixed order (the same list for the same numbering)."""
+    found within `work` (see WORK), in a fixed order (the same list for the same numbering)."""
     if n < 2 or not len(edges):
         return []
-    adjacency = np.zeros((n, n), dtype=np.float32)
-    adjacency[edges[:, 0], edges[:, 1]] = adjacency[edges[:, 1], edges[:, 0]] = 1
+    refiner = _Refiner(n, edges, work)
+    low, high = refiner.tails[: len(refiner.tails) // 2], refiner.heads[: len(refiner.tails) // 2]
+    present = low * n + high  # sorted (np.unique above), low <= high
     found: list[np.ndarray] = []
-    left = [budget]
 
-    def individualised(colours: np.ndarray, v: int) -> np.ndarray:
+    def individualised(colours: np.ndarray, v: int) -> np.ndarray | None:
         marked = colours * 2
         marked[v] += 1  # its own colour, named the same on both sides
-        left[0] -= 1
-        return refine(adjacency, marked)
+        return refiner.refine(marked)
+
+    def keeps_every_edge(image: np.ndarray) -> bool:
+        a, b = image[low], image[high]
+        return np.array_equal(np.sort(np.minimum(a, b) * n + np.maximum(a, b)), present)
 
     def extend(mine: np.ndarray, theirs: np.ndarray) -> None:
         sizes = np.bincount(mine)
         if sizes.max() == 1:
             image = np.empty(n, dtype=np.int64)
             image[np.argsort(mine)] = np.argsort(theirs)  # the vertex of the same colour
-            if (image != np.arange(n)).any() and (adjacency[np.ix_(image, image)] == adjacency).all():
+            if (image != np.arange(n)).any() and keeps_every_edge(image):
                 found.append(image)
             return
         cell = int(np.flatnonzero(sizes > 1)[0])
-        v = int(np.flatnonzero(mine == cell)[0])
-        split = individualised(mine, v)
+        split = individualised(mine, int(np.flatnonzero(mine == cell)[0]))
         for w in np.flatnonzero(theirs == cell):
-            if len(found) >= limit or left[0] <= 0:
+            if split is None or len(found) >= limit:
                 return
             other = individualised(theirs, int(w))
+            if other is None:
+                return
             if np.array_equal(np.bincount(split), np.bincount(other)):
                 extend(split, other)
 
-    start = refine(adjacency, np.zeros(n, dtype=np.int64))
-    extend(start, start)
+    start = refiner.refine(np.zeros(n, dtype=np.int64))
+    if start is not None:
+        extend(start, start)
     return found
 
 

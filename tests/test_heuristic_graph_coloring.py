@@ -154,7 +154,7 @@ def test_automorphisms_are_found_whatever_the_numbering_within_the_budget():
     assert all((adjacency[np.ix_(g, g)] == adjacency).all() for g in group)
     assert {g[h].tobytes() for g in group for h in group} <= {g.tobytes() for g in group} | {np.arange(256).tobytes()}
     # a random graph has none; an asymmetric one has none; a path has its reversal; the Petersen
-    # graph's 119 stop at the limit, and a budget of 5 refinements finds none of them
+    # graph's 119 stop at the limit, and a budget of 5 finds none of them
     rng = np.random.default_rng(0)
     random_pairs = np.array([[u, v] for u in range(60) for v in range(u + 1, 60) if rng.random() < 0.3])
     assert symmetry.automorphisms(60, random_pairs) == []
@@ -163,7 +163,7 @@ def test_automorphisms_are_found_whatever_the_numbering_within_the_budget():
     petersen = np.array([[i, (i + 1) % 5] for i in range(5)] + [[i, i + 5] for i in range(5)]
                         + [[5 + i, 5 + (i + 2) % 5] for i in range(5)])
     assert len(symmetry.automorphisms(10, petersen)) == symmetry.LIMIT
-    assert symmetry.automorphisms(10, petersen, budget=5) == []
+    assert symmetry.automorphisms(10, petersen, work=5) == []
 
 
 def test_free_klein_and_involution_pick_a_boards_mirrors_and_half_turn():
