@@ -30,7 +30,7 @@ finds none, an exact cover by k-cliques) splits the vertices into k-cliques (a q
 rows), an exact cover of the vertices by independent
 sets with one vertex per clique (`clique_cover_colouring`, each stage within a node budget) is
 tried last, and where the graph has an automorphism of order 2, a cover that the one fixing the
-fewest vertices (a board's half turn) maps onto itself. Before that, wherever local search
+fewest vertices (an odd board's half turn) maps onto itself. Before that, wherever local search
 stops above the clique's size on a graph with two commuting automorphisms that, with their
 product, move every vertex (the mirrors of a queen board with even sides), a colouring with
 the clique's size that both map onto itself is searched for on a quarter of the vertices
@@ -560,6 +560,8 @@ def linked_order(parts: list[list[int]], masks: list[int]) -> list[list[int]]:
     most attacks), as `clique_partition` finds them on the file's numbering; renumbered at random
     they come in any order, and listing queen13_13's 73,712 solutions took over 4 million nodes
     (3.5 million in the board's order)."""
+    if not parts:
+        return parts
     spans = [sum(1 << v for v in part) for part in parts]
     links = [[sum((masks[v] & span).bit_count() for v in part) for span in spans] for part in parts]
     order, left = [0], list(range(1, len(parts)))
@@ -753,7 +755,9 @@ def heuristic(data: dict) -> list[int]:
     while data["n"] and best.max() + 1 > lower:
         better = fewer_colours(nbrs, best, rng)
         group: list[np.ndarray] = []
-        if better is None and (lower % 4 == 0 or best.max() == lower):  # the searches below use symmetries
+        mirrorable = lower % 4 == 0 and data["n"] % 4 == 0
+        coverable = best.max() == lower and data["n"] % lower == 0
+        if better is None and (mirrorable or coverable):  # the searches below could use symmetries
             edges = np.asarray(data["edges"], dtype=np.int64).reshape(-1, 2)
             group = symmetry.automorphisms(data["n"], edges)
             better = mirrored_colouring(data["n"], edges, lower, group)  # the bound itself (queen boards)

@@ -45,6 +45,7 @@ class _Refiner:
     def refine(self, colours: np.ndarray) -> np.ndarray | None:
         """The coarsest equitable refinement of `colours` (0..c-1), colours named canonically, or
         None once the budget is spent."""
+        colours = np.unique(colours, return_inverse=True)[1].ravel()  # 0..c-1 in the same order
         while True:
             self.left -= len(self.tails) + ROUND_PER_VERTEX * self.n
             if self.left < 0:
@@ -115,8 +116,9 @@ def free_klein(group: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def involution(group: list[np.ndarray]) -> np.ndarray | None:
-    """The involution of `group` that fixes the fewest vertices (the first such), or None: a
-    board's half turn, which fixes at most its centre."""
+    """The involution of `group` that fixes the fewest vertices (the first such), or None: an odd
+    board's half turn, which fixes only its centre (on an even board a mirror or the half turn,
+    none of which fixes a cell)."""
     if not group:
         return None
     everyone = np.arange(len(group[0]))

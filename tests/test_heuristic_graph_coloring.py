@@ -166,6 +166,30 @@ def test_automorphisms_are_found_whatever_the_numbering_within_the_budget():
     assert symmetry.automorphisms(10, petersen, work=5) == []
 
 
+def test_automorphisms_are_the_whole_group_on_small_graphs_and_only_maps_that_keep_every_edge():
+    """Against every permutation of up to 8 vertices, on graphs refinement cannot split (regular:
+    there a map it proposes can break edges, and only the edge check stops it) and on others."""
+    import itertools
+
+    import networkx as nx
+
+    from mmnp.solvers import symmetry
+
+    graphs = [nx.random_regular_graph(degree, 7, seed=seed) for degree in (2, 4) for seed in range(3)]
+    graphs += [nx.random_regular_graph(3, 8, seed=seed) for seed in range(5)]  # 2 and 4 lure a broken map
+    graphs += [nx.gnp_random_graph(7, 0.4, seed=seed) for seed in range(4)] + [nx.cycle_graph(7)]
+    for graph in graphs:
+        n, edges = graph.number_of_nodes(), np.array(list(graph.edges()))
+        if not len(edges):
+            continue
+        adjacency = nx.to_numpy_array(graph, nodelist=range(n), dtype=bool)
+        every = np.array(list(itertools.permutations(range(n))))
+        keeps = (adjacency[every[:, :, None], every[:, None, :]] == adjacency).all(axis=(1, 2))
+        expected = {p.tobytes() for p in every[keeps]} - {np.arange(n).tobytes()}
+        found = symmetry.automorphisms(n, edges, limit=10_000)
+        assert {g.astype(every.dtype).tobytes() for g in found} == expected and len(found) == len(expected)
+
+
 def test_free_klein_and_involution_pick_a_boards_mirrors_and_half_turn():
     from mmnp.solvers import symmetry
 
