@@ -714,9 +714,9 @@ def clique_cover_colouring(masks: list[int], k: int, group: list[np.ndarray]) ->
     Each clique then holds every colour once, so a colour class is an independent set with one
     vertex per clique, and a k-colouring is an exact cover of the vertices by k such sets:
     listed, then covered by Algorithm X, each within a node budget; where that finds none and
-    `group` holds an involution, a cover that the one fixing the fewest vertices (a board's half
-    turn) maps onto itself (`turned_cover`), with larger budgets. The n x n queen graph (n coprime to 6) is the case in
-    point: its n-colourings are n disjoint n-queens solutions, which local search does not find
+    `group` holds an involution, a cover that the one fixing the fewest vertices (an odd
+    board's half turn) maps onto itself (`turned_cover`), with larger budgets. The n x n queen
+    graph (n coprime to 6) is the case in point: its n-colourings are n disjoint n-queens solutions, which local search does not find
     (queen11_11: 6-9 conflicts left by TabuCol, PartialCol and HEA) and this finds: queen11_11
     in ~150 cover steps, queen13_13 by the half turn (module docstring)."""
     n = len(masks)
