@@ -26,6 +26,7 @@ WORK = 20_000_000  # the search's budget: a refinement round costs 2 per edge an
 ROUND_PER_VERTEX = 32  # (naming the new colours sorts the vertices: at 1,000 vertices a round costs about as
 #   much as visiting 32,000 neighbours)
 LIMIT = 64  # automorphisms listed at most
+MAX_DEPTH = 100  # vertices individualised along one branch at most (a queen board needs 2)
 
 
 class _Refiner:
@@ -78,7 +79,9 @@ def automorphisms(n: int, edges: np.ndarray, limit: int = LIMIT, work: int = WOR
         a, b = image[low], image[high]
         return np.array_equal(np.sort(np.minimum(a, b) * n + np.maximum(a, b)), present)
 
-    def extend(mine: np.ndarray, theirs: np.ndarray) -> None:
+    def extend(mine: np.ndarray, theirs: np.ndarray, depth: int) -> None:
+        if depth > MAX_DEPTH:  # one vertex split off a level (a star's leaves): not a symmetry worth the stack
+            return
         sizes = np.bincount(mine)
         if sizes.max() == 1:
             image = np.empty(n, dtype=np.int64)
@@ -95,11 +98,11 @@ def automorphisms(n: int, edges: np.ndarray, limit: int = LIMIT, work: int = WOR
             if other is None:
                 return
             if np.array_equal(np.bincount(split), np.bincount(other)):
-                extend(split, other)
+                extend(split, other, depth + 1)
 
     start = refiner.refine(np.zeros(n, dtype=np.int64))
     if start is not None:
-        extend(start, start)
+        extend(start, start, 0)
     return found
 
 
