@@ -284,9 +284,25 @@ def test_restarts_free_a_stuck_run_within_one_shared_budget():
         start = set_cover.greedy(a)
         alone, spent = set_cover.local_search(a, start, best, 100_000, 10_000, 0)
         assert alone.sum() == best + 1, name
-        found = set_cover.restarts(a, start, best, 100_000, 10_000, 3)
+        found = set_cover.restarts(a, start, best, 100_000, 10_000)
         assert found.sum() == best and a[found].max(0).min() == 1, name
-        assert set_cover.restarts(a, start, best, spent, 10_000, 3).sum() == best + 1, name
+        assert set_cover.restarts(a, start, best, spent, 10_000).sum() == best + 1, name
+
+
+def test_restarts_go_on_until_the_budget_is_spent():
+    """No cap on the number of runs: on scp44 (38, shipped) with 5,000 steps of patience, seeds
+    0-3 stop above the optimum and seed 4 reaches it; the restarts find it within a budget that
+    holds those five runs, and not within one that holds only the first four."""
+    from mmnp.importers import classic_instances
+
+    data = next(i.data for i in classic_instances() if i.task == "set_cover" and i.name == "scp44")
+    a, best, patience = set_cover._matrix(data), 38, 5_000
+    start = set_cover.greedy(a)
+    runs = [set_cover.local_search(a, start, best, 100_000, patience, seed) for seed in range(5)]
+    assert [int(found.sum()) > best for found, _ in runs] == [True] * 4 + [False]
+    four = sum(spent for _, spent in runs[:4])
+    assert set_cover.restarts(a, start, best, four + runs[4][1], patience).sum() == best
+    assert set_cover.restarts(a, start, best, four, patience).sum() > best
 
 
 def _affine_triples(dim: int) -> dict:
@@ -321,7 +337,7 @@ def test_runs_on_many_elements_wait_for_the_weights_to_reshape_the_search():
     per_subset = min(set_cover.PATIENCE, max(set_cover.PATIENCE_PER_SUBSET * m, set_cover.PATIENCE_WORK // cost))
     assert per_subset < set_cover.PATIENCE_PER_ELEMENT * a.shape[1]
     impatient = set_cover.restarts(a, start, 0, min(set_cover.STEPS_PER_SUBSET * m, set_cover.WORK // cost),
-                                   per_subset, set_cover.RUNS)
+                                   per_subset)
     found = set_cover.heuristic(data)
     assert a[found].max(0).min() == 1
     assert len(found) < impatient.sum() - 5, (len(found), int(impatient.sum()))
