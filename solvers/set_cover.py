@@ -24,7 +24,7 @@ The first run, seed 0 with the whole budget before it, can only be improved on. 
 OR-Library's unicost sets (one core, benchmarks/bench_published.py, CPU s an instance):
 scp4x 0.23-0.25, scp5x 0.64-0.66, scp6x 0.45-0.46, scpa 1.4, scpb 3.2-3.4, scpc 2.2-2.3, scpd
 3.6-3.8, scpe 0.57, scpnre 5.2-5.4, scpnrf 8.1-8.6, scpnrg 3.2-3.3, scpnrh 4.7-4.8, scpclr13 2.3,
-scpcyc09-11 0.5, 1.9 and 14, STS405 1.3 (340 for 335), STS729 7.9 (617, the best known: 729 less
+scpcyc09-11 0.5, 2.2 and 10.5, STS405 1.3 (340 for 335), STS729 7.9 (617, the best known: 729 less
 AG(6, 3)'s largest cap, 112; seed 1 reaches it at step ~160,000; on AG(6, 3)'s own triple
 system, labelled another way, 637 against 647 with the per-subset patience:
 tests/test_heuristic_set_cover.py). With the runs capped at two (and WORK at a quarter), scpc1,
