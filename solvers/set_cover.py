@@ -1,9 +1,10 @@
 """Set cover: greedy (most new elements), redundancy removal, a Lagrangian/packing lower bound, a
 small branch and bound, then row-weighting local search (RWLS: Gao, Yao, Weise & Li, EJOR 2015,
-for unicost set cover), run again with further seeds while its budget lasts. Exact: CP-SAT, then, when it does not prove
-its cover optimal, the branch and bound again from CP-SAT's cover with a budget that grows with
-the time limit, its cover kept when smaller (CP-SAT's LP bound is trivial on the generated covers
-from L7, where the search still proves L7 and L8: docs/levels.md).
+for unicost set cover), run again with further seeds while its budget lasts. Exact: CP-SAT,
+then, when it does not prove its cover optimal, the branch and bound again from CP-SAT's cover
+with a budget that grows with the time limit, its cover kept when smaller (CP-SAT's LP bound is
+trivial on the generated covers from L7, where the search still proves L7 and L8:
+docs/levels.md).
 
 Budget (deterministic: seeded draws, no wall clock): the exact search stops after NODE_WORDS words
 of bit-set work, about a tenth of a CPU second (what its former cap of 20,000 nodes cost on
@@ -21,21 +22,21 @@ others stay at 633-639 through 600,000), where the budget was 48,000 steps, all 
 (and 100 steps per subset of patience, 72,900, stops runs on the plateau). It binds on STS405
 and STS729 only (generated covers have at most 120 elements, the classic set's at most 9,801).
 The first run, seed 0 with the whole budget before it, can only be improved on. Measured on
-OR-Library's unicost sets (one core, benchmarks/bench_published.py, CPU s an instance):
-scp4x 0.23-0.25, scp5x 0.64-0.66, scp6x 0.45-0.46, scpa 1.4, scpb 3.2-3.4, scpc 2.2-2.3, scpd
-3.6-3.8, scpe 0.57, scpnre 5.2-5.4, scpnrf 8.1-8.6, scpnrg 3.2-3.3, scpnrh 4.7-4.8, scpclr13 2.3,
-scpcyc09-11 0.5, 2.2 and 10.5, STS405 1.3 (340 for 335), STS729 7.9 (617, the best known: 729 less
-AG(6, 3)'s largest cap, 112; seed 1 reaches it at step ~160,000; on AG(6, 3)'s own triple
+OR-Library's unicost sets (one core, benchmarks/bench_published.py, CPU s an instance): scp4x
+0.23-0.25, scp5x 0.64-0.66, scp6x 0.45-0.46, scpa 1.4, scpb 3.2-3.4, scpc 2.2-2.3, scpd 3.6-3.8,
+scpe 0.57, scpnre 5.2-5.4, scpnrf 8.1-8.6, scpnrg 3.2-3.3, scpnrh 4.7-4.8, scpclr13 2.3,
+scpcyc09-11 0.5, 2.2 and 10.5, STS405 1.3 (340 for 335), STS729 7.9 (617, the best known: 729
+less AG(6, 3)'s largest cap, 112; seed 1 reaches it at step ~160,000; on AG(6, 3)'s own triple
 system, labelled another way, 637 against 647 with the per-subset patience:
 tests/test_heuristic_set_cover.py). With the runs capped at two (and WORK at a quarter), scpc1,
-c2 and c5 ended at 44 (0.5 CPU s); of seeds 0-10, 3, 3, 6 and 4 runs reach 43 on scpc1-c4 and
-none on c5, whose first 43 (seed 26) lies past the budget. Where mmnp differs from the paper: seeded runs,
-each ended by its patience, within a step budget of 400 steps per subset at most (the paper: 10
-runs of 3 x 10^7 steps each on these sets, in C; the compiled steps here make 0.15-1.9 million a
-second, `local_search`): scpa1-4 stay one above the optimum within 250,000 steps a seed, and
-with 10 million (about 11 s) scpa3 is still at 39 on seeds 0-3, scpa1 reaches 38 on one of them
-and scpa4 37 on two; scpd, scpnre, scpnrg, scpnrh and scpcyc09-11 stay 2.5-8.3% above the
-best known, which RWLS reaches within 3 x 10^7-10^8 steps (docs/datasets.md);
+c2 and c5 ended at 44 (0.5 CPU s); of seeds 0-10, 3, 2, 6 and 4 runs reach 43 on scpc1-c4 and
+none on c5, whose first 43 (seed 26) lies past the budget. Where mmnp differs from the paper:
+seeded runs, each ended by its patience, within a step budget of 400 steps per subset at most
+(the paper: 10 runs of 3 x 10^7 steps each on these sets, in C; the compiled steps here make
+0.15-1.9 million a second, `local_search`): scpa1-4 stay one above the optimum within 250,000
+steps a seed, and with 10 million (about 11 s) scpa3 is still at 39 on seeds 0-3, scpa1 reaches
+38 on one of them and scpa4 37 on two; scpd, scpnre, scpnrg, scpnrh and scpcyc09-11 stay
+2.5-8.3% above the best known, which RWLS reaches within 3 x 10^7-10^8 steps (docs/datasets.md);
 weights grow lazily (same choices, checked step by step in tests/test_heuristic_set_cover.py);
 configuration checking re-enables a subset when an element it
 holds changes between covered and uncovered (the paper and pinam45/USCP's rwls.cpp: also between
@@ -360,7 +361,7 @@ def restarts(a: np.ndarray, start: np.ndarray, bound: int, budget: int, patience
     reaches `bound`: the smallest cover (the first found at that size). Independent runs, as in
     the paper's experiments: its time to a better cover is heavy-tailed (scp51: seed 0 stays at 35
     for a million steps, seeds 1-3 reach 34 within 130,000; OR-Library's unicost scpc1-c4 reach 43
-    on 1 to 5 of their first 12 runs, each stopped by the patience at 44 or 45 otherwise)."""
+    on 2-6 of their first 11 runs, each stopped by the patience at 44 or 45 otherwise)."""
     best, lists = start, incidence(a)
     for seed in itertools.count():
         if budget <= 0 or best.sum() <= bound:

@@ -88,10 +88,11 @@ def _pisinger(kind: str, n: int, spread: int, share: float, rng: np.random.Gener
 
 
 def test_knapsack_with_large_coefficients_stays_near_the_optimum(monkeypatch):
-    """Weights up to 10^6, where the capacity DP's table does not fit: on Pisinger's uncorrelated
-    and weakly correlated items the heuristic is within 0.1% of the optimum (OR-Tools' knapsack
-    branch and bound, proven) on the 76 of 80 whose capacity DP does not fit, where greedy with swaps alone is more than 2% below on
-    some; the scaled DP alone is within 1% up to 100 items (its n x scale bound)."""
+    """Weights up to 10^6: on Pisinger's uncorrelated and weakly correlated items whose capacity
+    DP does not fit (76 of 80) the heuristic is within 0.1% of the optimum (OR-Tools' knapsack
+    branch and bound, proven), where greedy with swaps alone is more than 2% below on some; the
+    scaled DP alone is within 1% up to 100 items (its n (K - 1) bound) and leaves no room an
+    item left out would fit."""
     from ortools.algorithms.python import knapsack_solver
 
     task = get_task("knapsack")
