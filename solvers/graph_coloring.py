@@ -294,17 +294,18 @@ def _partialcol_moves(indptr: np.ndarray, indices: np.ndarray, k: int, col: np.n
 
 def tabucol(nbrs: list[np.ndarray], k: int, start: np.ndarray, steps: int,
             rng: np.random.Generator, twists: list[np.ndarray] | None = None) -> tuple[np.ndarray, int]:
-    """TabuCol (Hertz & de Werra 1987, with Galinier & Hao's tenure 0.6 x conflicting vertices
-    + 0-9): a complete colouring with colours 0..k-1 from `start` (uncoloured vertices take
-    their least conflicting colour); move a conflicting vertex to the colour that lowers the
-    conflicts most (ties at random), not back to a colour it left within its tenure unless that
-    beats the best count so far. The colouring with fewest conflicting edges seen within `steps`
-    moves (stopping at 0), and that count. `nbrs[v]` lists v's neighbours once each (the
-    heuristic's lists do; with twists, once per neighbour and twist). The moves are `_tabucol_moves`, compiled by numba (about 600,000 a
-    second on DSJC250.5 at 28 colours, 23x the numpy loop this replaced, whose moves they equal:
-    tests/test_heuristic_graph_coloring.py). With `twists` (aligned with `nbrs`, each in 0..3, k a
-    multiple of 4) an edge to u with twist t asks colour != u's colour XOR t: the quarter board of
-    a colouring that the board's mirrors map onto itself (`mirrored_colouring`)."""
+    """TabuCol (Hertz & de Werra 1987, with Galinier & Hao's tenure 0.6 x conflicting vertices +
+    0-9): a complete colouring with colours 0..k-1 from `start` (uncoloured vertices take their
+    least conflicting colour); move a conflicting vertex to the colour that lowers the conflicts
+    most (ties at random), not back to a colour it left within its tenure unless that beats the
+    best count so far. The colouring with fewest conflicting edges seen within `steps` moves
+    (stopping at 0), and that count. `nbrs[v]` lists v's neighbours once each (the heuristic's
+    lists do; with twists, once per neighbour and twist). The moves are `_tabucol_moves`,
+    compiled by numba (about 600,000 a second on DSJC250.5 at 28 colours, 23x the numpy loop
+    this replaced, whose moves they equal: tests/test_heuristic_graph_coloring.py). With
+    `twists` (aligned with `nbrs`, each in 0..3, k a multiple of 4) an edge to u with twist t
+    asks colour != u's colour XOR t: the quarter board of a colouring that the board's mirrors
+    map onto itself (`mirrored_colouring`)."""
     if k < 1 or (len(start) and int(start.max()) >= k):
         raise ValueError(f"tabucol: {k} colours, a start with colour {int(start.max()) if len(start) else None}")
     if twists is not None and k % 4:
@@ -714,11 +715,12 @@ def clique_cover_colouring(masks: list[int], k: int, group: list[np.ndarray]) ->
     Each clique then holds every colour once, so a colour class is an independent set with one
     vertex per clique, and a k-colouring is an exact cover of the vertices by k such sets:
     listed, then covered by Algorithm X, each within a node budget; where that finds none and
-    `group` holds an involution, a cover that the one fixing the fewest vertices (an odd
-    board's half turn) maps onto itself (`turned_cover`), with larger budgets. The n x n queen
-    graph (n coprime to 6) is the case in point: its n-colourings are n disjoint n-queens solutions, which local search does not find
-    (queen11_11: 6-9 conflicts left by TabuCol, PartialCol and HEA) and this finds: queen11_11
-    in ~150 cover steps, queen13_13 by the half turn (module docstring)."""
+    `group` holds an involution, a cover that the one fixing the fewest vertices (an odd board's
+    half turn) maps onto itself (`turned_cover`), with larger budgets. The n x n queen graph (n
+    coprime to 6) is the case in point: its n-colourings are n disjoint n-queens solutions,
+    which local search does not find (queen11_11: 6-9 conflicts left by TabuCol, PartialCol and
+    HEA) and this finds: queen11_11 in ~150 cover steps, queen13_13 by the half turn (module
+    docstring)."""
     n = len(masks)
     if k < 2 or n % k:
         return None
