@@ -56,6 +56,7 @@ SOURCES: list[tuple[str, str, str, str, Callable[[str], str]]] = [
     ("pinam45/USCP_instances", "63f47d103df49dca061539e99a05aea363d301ed", "steiner-triple-covering", "", _same),
     ("mastqe/tsplib", "775541365dc3f7f3cd6faa8d0e206036d2c45e0e", "", "", _same),
     ("ttowzg/KnapsackProblem", "38519d6d8d2f2321bc9d3deffc5c4df15f999ac0", "large_scale", ".txt", _knapsack),
+    ("Lorena-Avelino/heuristica-2", "fda4decef28b66b92a29db36053167763635f3e8", "", "", _same),
 ]
 
 

@@ -40,7 +40,17 @@ budget), not read from the numbering, so a board renumbered at random gets them 
 The search stops at the first k it cannot reach in its budget, or when k equals the clique's
 size (proven optimal). So a graph whose clique is smaller than its chromatic number (myciel,
 queen6_6 to queen10_10, the generated levels without a clique) always spends one full budget at
-the k it cannot reach.
+the k it cannot reach. Where it stops at most CLIQUE_GAP = 2 colours above the clique, CP-SAT
+looks for a colouring with the clique's size, the clique's colours fixed, for CLIQUE_SECONDS = 1
+deterministic second (`fixed_clique_colouring`; one worker, as the exact solver runs, the model
+laid down in a canonical order of the vertices, so the answer is a function of the graph, not
+its numbering, and of the OR-Tools version): the random geometric graph r250.5 gets its 65
+colours in 0.3 deterministic seconds (2 CPU s), where the stages above end at 67 (TabuCol and
+PartialCol keep 2-6 conflicting edges at 65 and 66 after 2 million moves). Where no such
+colouring exists CP-SAT mostly proves it at once (the generated L6-L10 graphs, 67 of 100 at
+seed 3: 0.01-0.3 CPU s, their references unchanged); where it can decide nothing the second
+costs 5-10 CPU s (le450_25c/d, queen14_14, queen15_15) and more on larger models (DSJR500.5's:
+35 s, r1000.5's: 70 s a deterministic second; neither is within two colours of its clique here).
 
 Where mmnp differs from the publications: HEA (Galinier & Hao 1999) builds its population from
 random greedy colourings and runs one long search at a fixed k; here the population is the
@@ -69,12 +79,17 @@ references would change); stage 5 is compiled from the start.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from mmnp.kits.graphs import neighbour_masks
 from mmnp.solvers import cpsat, symmetry
 from mmnp.solvers.compiled import compiled
 from mmnp.solvers.max_clique import CliqueSearch
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 CLIQUE_NODES = 3_000  # branch-and-bound nodes spent on the clique that bounds the colours from below
 STEPS = 4_000  # moves spent on each number of colours, at least ...
@@ -103,6 +118,8 @@ TURNED_MAX_CLASSES = 100_000  # ... and at most this many classes for it to pair
 TURNED_COVER_NODES = 50_000  # exact-cover search nodes over the classes that involution pairs ...
 TURNED_COVER_WORDS = 10**10  # ... or fewer where a node's bit sets are wider: a node scans each
 #   vertex's live options (about classes x vertices / 64 words; queen13_13's ~27,000 nodes, 2 s)
+CLIQUE_GAP = 2  # where local search stops at most this many colours above the clique ...
+CLIQUE_SECONDS = 1.0  # ... CP-SAT looks for a colouring with its size for this many deterministic seconds
 MIRRORED_STARTS = 4  # random starts of the search for a colouring the board's mirrors map onto itself ...
 MIRRORED_MOVES_PER_CELL = 2_000  # ... each this many TabuCol moves per quarter-board cell (queen16_16: 12 runs
 #   of 12 within 4,000, 10 within 1,000; queen20_20: 6 of 8 within 16,000)
@@ -752,7 +769,8 @@ def heuristic(data: dict) -> list[int]:
     # each neighbour once (a hand-made record may repeat an edge): what the moves count
     nbrs = [np.fromiter(dict.fromkeys(a), dtype=np.intp) for a in adj]
     best = np.asarray(dsatur(adj), dtype=np.int64) - 1
-    lower = len(large_clique(data))
+    clique = large_clique(data)
+    lower = len(clique)
     rng = np.random.default_rng(0)
     while data["n"] and best.max() + 1 > lower:
         better = fewer_colours(nbrs, best, rng)
@@ -768,29 +786,66 @@ def heuristic(data: dict) -> list[int]:
         if better is None:
             break
         best = better
+    if data["n"] and 0 < best.max() + 1 - lower <= CLIQUE_GAP:  # stopped a colour or two above the clique
+        fewer = fixed_clique_colouring(data, clique, CLIQUE_SECONDS)
+        best = best if fewer is None else fewer
     return [int(c) + 1 for c in best]
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:
     """CP-SAT on colour indices (as many as DSatur needs) with a large clique's colours fixed
     (symmetry breaking)."""
-    from ortools.sat.python import cp_model
-
-    n, upper = data["n"], max(dsatur(_adjacency(data)), default=1)
-    model = cp_model.CpModel()
-    x = [model.NewIntVar(0, upper - 1, "") for _ in range(n)]
-    for u, v in data["edges"]:
-        model.Add(x[u] != x[v])
-    clique = large_clique(data)
-    for i, v in enumerate(clique):
-        model.Add(x[v] == i)
-    used = model.NewIntVar(1, upper, "")
-    model.AddMaxEquality(used, [xi + 1 for xi in x])
-    model.Minimize(used)
+    model, x = _colouring_model(data, large_clique(data), max(dsatur(_adjacency(data)), default=1))
     solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
     if not proven and cpsat.settles(solver, len(set(hint)), minimize=True):
         return hint, True
     return [solver.Value(xi) + 1 for xi in x], proven
+
+
+def fixed_clique_colouring(data: dict, clique: list[int], time_limit: float) -> np.ndarray | None:
+    """A colouring with as many colours as `clique` has vertices (0-based), or None: CP-SAT
+    within `time_limit` deterministic seconds, the clique's colours fixed, which leaves it
+    little to branch on where local search stops just above the clique (module docstring). The
+    model is built in `symmetry.canonical_order`, so that the answer does not depend on the
+    numbering (r250.5 renumbered at random, seeds 1-3: 0.37-3.8 deterministic seconds to 65
+    colours in the numbering's order, 0.09 in the file's; 0.32 on all four in this order)."""
+    edges = np.asarray(data["edges"], dtype=np.int64).reshape(-1, 2)
+    model, x = _colouring_model(data, clique, len(clique), minimise=False,
+                                order=symmetry.canonical_order(data["n"], edges))
+    try:
+        solver, _ = cpsat.solve(model, time_limit)
+    except cpsat.NoSolution:
+        return None
+    return np.array([solver.Value(xi) for xi in x], dtype=np.int64)
+
+
+def _colouring_model(data: dict, clique: list[int], colours: int, minimise: bool = True,
+                     order: np.ndarray | None = None) -> tuple[cp_model.CpModel, list]:
+    """Colours 0..colours-1, adjacent vertices apart, clique member i coloured i; the number of
+    colours used minimised, or any such colouring. With `order`, the variables, edges and clique
+    members are laid down in that order of the vertices rather than by number."""
+    from ortools.sat.python import cp_model
+
+    n, edges = data["n"], data["edges"]
+    if order is not None:
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
+        edges = sorted((sorted(edge, key=rank.__getitem__) for edge in edges),
+                       key=lambda edge: (rank[edge[0]], rank[edge[1]]))
+        clique = sorted(clique, key=rank.__getitem__)
+    model = cp_model.CpModel()
+    x: list = [None] * n
+    for v in range(n) if order is None else order.tolist():
+        x[v] = model.NewIntVar(0, colours - 1, "")
+    for u, v in edges:
+        model.Add(x[u] != x[v])
+    for i, v in enumerate(clique):
+        model.Add(x[v] == i)
+    if minimise:
+        used = model.NewIntVar(1, colours, "")
+        model.AddMaxEquality(used, [xi + 1 for xi in x])
+        model.Minimize(used)
+    return model, x
 
 
 def random(data: dict, rng: np.random.Generator) -> list[int]:

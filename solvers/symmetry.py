@@ -106,6 +106,16 @@ def automorphisms(n: int, edges: np.ndarray, limit: int = LIMIT, work: int = WOR
     return found
 
 
+def canonical_order(n: int, edges: np.ndarray, work: int = WORK) -> np.ndarray:
+    """The vertices ordered by their colour after colour refinement (named alike in any
+    numbering), ties by number; the numbering's own order where the budget runs out. A model
+    built in this order is the same model however the graph is numbered, up to the ties (none on
+    a random graph, whose refinement is discrete), so a search that follows the order it is given
+    (CP-SAT's) ends alike."""
+    colours = _Refiner(n, edges, work).refine(np.zeros(n, dtype=np.int64)) if n and len(edges) else None
+    return np.arange(n) if colours is None else np.lexsort((np.arange(n), colours))
+
+
 def free_klein(group: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
     """Two commuting involutions of `group` that, with their product, move every vertex (the
     mirrors of a board with even sides), or None."""

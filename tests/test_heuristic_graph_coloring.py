@@ -535,3 +535,61 @@ def test_heuristic_colours_le450_15c_with_15_colours_however_its_vertices_are_nu
         colours = graph_coloring.heuristic({"n": n, "edges": [list(e) for e in edges]})
         assert all(colours[u] != colours[v] for u, v in edges)
         assert len(set(colours)) == 15, seed
+
+
+def geometric(n: int, radius: float, seed: int) -> dict:
+    """A random geometric graph (as the DIMACS r and DSJR graphs): n points in the unit square,
+    an edge between two closer than `radius`."""
+    points = np.random.default_rng(seed).random((n, 2))
+    close = np.linalg.norm(points[:, None] - points[None], axis=2) < radius
+    return {"n": n, "edges": [[int(u), int(v)] for u, v in zip(*np.nonzero(np.triu(close, 1)))]}
+
+
+def test_cp_sat_colours_with_the_cliques_size_where_local_search_stops_just_above_it(monkeypatch):
+    """Where local search stops a colour or two above the clique, CP-SAT with the clique's colours
+    fixed looks for a colouring with the clique's size (r250.5: 65, where the local search ends
+    at 67). With local search made to find nothing, DSatur's 11 colours on this geometric graph
+    become its clique's 10; with the stage off (CLIQUE_GAP 0) they stay 11. Where no colouring
+    with the clique's size exists (the second graph: DSatur 10, clique 9) nothing changes."""
+    monkeypatch.setattr(graph_coloring, "fewer_colours", lambda *args: None)
+    data = geometric(60, 0.3, 0)
+    assert len(graph_coloring.large_clique(data)) == 10
+    assert max(graph_coloring.dsatur(graph_coloring._adjacency(data))) == 11
+    colours = graph_coloring.heuristic(data)
+    assert all(colours[u] != colours[v] for u, v in data["edges"]) and len(set(colours)) == 10
+    hopeless = geometric(60, 0.3, 8)
+    assert len(set(graph_coloring.heuristic(hopeless))) == 10 == len(graph_coloring.large_clique(hopeless)) + 1
+    monkeypatch.setattr(graph_coloring, "CLIQUE_GAP", 0)
+    assert len(set(graph_coloring.heuristic(data))) == 11
+
+
+def test_cp_sat_takes_a_geometric_graph_from_local_searchs_stop_to_its_clique(monkeypatch):
+    """On this random geometric graph (150 points, radius 0.4: 3,721 edges, a 30-clique) the local
+    search stages stop at 31 colours and CP-SAT with the clique fixed finds 30, the optimum, and
+    finds it however the vertices are numbered (the model is laid down in a canonical order)."""
+    data = geometric(150, 0.4, 18)
+    colours = graph_coloring.heuristic(data)
+    assert all(colours[u] != colours[v] for u, v in data["edges"])
+    assert len(set(colours)) == len(graph_coloring.large_clique(data)) == 30
+    for seed in (1, 2):
+        renumbered_data = renumbered(data, seed)
+        assert len(set(graph_coloring.heuristic(renumbered_data))) == 30
+    monkeypatch.setattr(graph_coloring, "CLIQUE_GAP", 0)
+    assert len(set(graph_coloring.heuristic(data))) == 31
+
+
+def test_canonical_order_follows_the_graph_not_its_numbering():
+    """Colour refinement names the vertices alike in any numbering: on a graph whose refinement
+    is discrete (a random graph, G(80, 0.3)), the order of the renumbered graph is the order of
+    the original, renumbered. An order by vertex number (or by degree, which ties) is not."""
+    from mmnp.solvers import symmetry
+
+    rng = np.random.default_rng(1)
+    data = {"n": 80, "edges": [[u, v] for u in range(80) for v in range(u + 1, 80) if rng.random() < 0.3]}
+    edges = np.asarray(data["edges"]).reshape(-1, 2)
+    order = symmetry.canonical_order(data["n"], edges)
+    assert sorted(order.tolist()) == list(range(data["n"])) and (order != np.arange(data["n"])).any()
+    for seed in (1, 2):
+        label = np.random.default_rng(seed).permutation(data["n"])
+        other = symmetry.canonical_order(data["n"], np.asarray(renumbered(data, seed)["edges"]).reshape(-1, 2))
+        assert (label[order] == other).all()
