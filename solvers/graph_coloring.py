@@ -43,14 +43,16 @@ queen6_6 to queen10_10, the generated levels without a clique) always spends one
 the k it cannot reach. Where it stops at most CLIQUE_GAP = 2 colours above the clique, CP-SAT
 looks for a colouring with the clique's size, the clique's colours fixed, for CLIQUE_SECONDS = 1
 deterministic second (`fixed_clique_colouring`; one worker, as the exact solver runs, the model
-laid down in a canonical order of the vertices, so the answer is a function of the graph, not
-its numbering, and of the OR-Tools version): the random geometric graph r250.5 gets its 65
+laid down in a canonical order of the vertices, so that given the clique the answer does not
+depend on the numbering, up to vertices colour refinement cannot tell apart; it depends on the
+OR-Tools version, as the exact references do): the random geometric graph r250.5 gets its 65
 colours in 0.3 deterministic seconds (2 CPU s), where the stages above end at 67 (TabuCol and
 PartialCol keep 2-6 conflicting edges at 65 and 66 after 2 million moves). Where no such
-colouring exists CP-SAT mostly proves it at once (the generated L6-L10 graphs, 67 of 100 at
-seed 3: 0.01-0.3 CPU s, their references unchanged); where it can decide nothing the second
-costs 5-10 CPU s (le450_25c/d, queen14_14, queen15_15) and more on larger models (DSJR500.5's:
-35 s, r1000.5's: 70 s a deterministic second; neither is within two colours of its clique here).
+colouring exists CP-SAT proves it at once on the generated L6-L10 graphs (67 of 100 at seed 3
+are within two colours of their clique: 0.01-0.3 CPU s each, their references unchanged); where
+it can decide nothing the second costs 5-10 CPU s (le450_25c/d, queen14_14, queen15_15) and more
+on larger models (DSJR500.5's: 35 s, r1000.5's: 70 s a deterministic second; neither is within
+two colours of its clique here).
 
 Where mmnp differs from the publications: HEA (Galinier & Hao 1999) builds its population from
 random greedy colourings and runs one long search at a fixed k; here the population is the
@@ -806,8 +808,8 @@ def fixed_clique_colouring(data: dict, clique: list[int], time_limit: float) -> 
     """A colouring with as many colours as `clique` has vertices (0-based), or None: CP-SAT
     within `time_limit` deterministic seconds, the clique's colours fixed, which leaves it
     little to branch on where local search stops just above the clique (module docstring). The
-    model is built in `symmetry.canonical_order`, so that the answer does not depend on the
-    numbering (r250.5 renumbered at random, seeds 1-3: 0.37-3.8 deterministic seconds to 65
+    model is built in `symmetry.canonical_order`, so that given the clique the answer does not
+    depend on the numbering (r250.5 renumbered at random, seeds 1-3: 0.37-3.8 deterministic seconds to 65
     colours in the numbering's order, 0.09 in the file's; 0.32 on all four in this order)."""
     edges = np.asarray(data["edges"], dtype=np.int64).reshape(-1, 2)
     model, x = _colouring_model(data, clique, len(clique), minimise=False,

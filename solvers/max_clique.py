@@ -21,7 +21,7 @@ The runs are compiled (`local_search`; the moves of the Python generators they r
 the generated references are unchanged): about 1-2 million steps/s. The whole heuristic,
 branch and bound included, takes 3-5 CPU s on a 400-vertex graph the branch and bound leaves
 open (brock400, gen400; 10-13 s with the runs in Python), 52-54 s on brock800 (14 s without
-the second search, 29-35 s with one run of it) and up to 121 s at 1,000 vertices (p_hat1000-1).
+the second search, 29-37 s with one run of it) and up to 121 s at 1,000 vertices (p_hat1000-1).
 brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over seeds 0-4 (the
 heuristic's seed: 0.5 million); the patience, 2.4 million at 400 vertices, covers four of
 those five. Generated instances up to `hard` are proven by the branch and bound and never

@@ -565,8 +565,8 @@ def test_cp_sat_colours_with_the_cliques_size_where_local_search_stops_just_abov
 
 def test_cp_sat_takes_a_geometric_graph_from_local_searchs_stop_to_its_clique(monkeypatch):
     """On this random geometric graph (150 points, radius 0.4: 3,721 edges, a 30-clique) the local
-    search stages stop at 31 colours and CP-SAT with the clique fixed finds 30, the optimum, and
-    finds it however the vertices are numbered (the model is laid down in a canonical order)."""
+    search stages stop at 31 colours and CP-SAT with the clique fixed finds 30, the optimum; on
+    two renumberings of it too."""
     data = geometric(150, 0.4, 18)
     colours = graph_coloring.heuristic(data)
     assert all(colours[u] != colours[v] for u, v in data["edges"])
@@ -593,3 +593,30 @@ def test_canonical_order_follows_the_graph_not_its_numbering():
         label = np.random.default_rng(seed).permutation(data["n"])
         other = symmetry.canonical_order(data["n"], np.asarray(renumbered(data, seed)["edges"]).reshape(-1, 2))
         assert (label[order] == other).all()
+
+
+def test_the_cp_sat_stages_model_is_the_same_however_the_graph_is_numbered(monkeypatch):
+    """`fixed_clique_colouring` lays its model down in `canonical_order`: on a graph whose
+    refinement is discrete, the renumbered graph (with its clique renumbered) gives the very same
+    CP-SAT model, so CP-SAT's search and answer are the same; laid down by vertex number it
+    differs."""
+    from mmnp.solvers import cpsat
+
+    rng = np.random.default_rng(1)
+    data = {"n": 80, "edges": [[u, v] for u in range(80) for v in range(u + 1, 80) if rng.random() < 0.3]}
+    clique = graph_coloring.large_clique(data)
+    label = np.random.default_rng(1).permutation(data["n"])
+    other, other_clique = renumbered(data, 1), [int(label[v]) for v in clique]
+    models = []
+
+    def recorded(model, time_limit):
+        models.append(str(model.Proto()))
+        raise cpsat.NoSolution("recorded")
+
+    monkeypatch.setattr(cpsat, "solve", recorded)
+    assert graph_coloring.fixed_clique_colouring(data, clique, 1.0) is None
+    assert graph_coloring.fixed_clique_colouring(other, other_clique, 1.0) is None
+    assert models[0] == models[1]
+    by_number = [str(graph_coloring._colouring_model(graph, members, len(members), minimise=False)[0].Proto())
+                 for graph, members in ((data, clique), (other, other_clique))]
+    assert by_number[0] != by_number[1]
