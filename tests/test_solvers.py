@@ -65,7 +65,9 @@ def test_graph_verifiers_accept_edges_stored_in_either_order(name):
     assert task.verifier.check(data, [u, v, w])[1]  # a non-edge is still refused
 
 
-def test_knapsack_falls_back_to_greedy_when_the_table_would_not_fit(monkeypatch):
+def test_knapsack_falls_back_to_bounded_memory_when_the_table_would_not_fit(monkeypatch):
+    """Over DP_CELLS the heuristic never runs the capacity DP, and the better of greedy and the
+    scaled DP stays within 2% of the exact DP on the hard preset."""
     task = get_task("knapsack")
     instances = [task.generate("hard", seed).data for seed in range(10)]
     exact = [sum(d["values"][i] for i in knapsack.dp(d)) for d in instances]
