@@ -52,7 +52,25 @@ colouring exists CP-SAT proves it at once on the generated L6-L10 graphs (67 of 
 are within two colours of their clique: 0.01-0.3 CPU s each, their references unchanged); where
 it can decide nothing the second costs 5-10 CPU s (le450_25c/d, queen14_14, queen15_15) and more
 on larger models (DSJR500.5's: 35 s, r1000.5's: 70 s a deterministic second; neither is within
-two colours of its clique here).
+two colours of its clique here). Last, where the colours stay more than CLIQUE_GAP above the
+clique, the LP over independent sets (Mehrotra & Trick, INFORMS J. Computing 8, 1996: minimise
+the sets chosen, each vertex covered) is priced and dived (`price_and_dive`): columns are greedy
+maximal independent sets by dual weight, one from each vertex with a positive dual, added until
+none prices in; then the sets at 1 (else the largest) become colours and their vertices leave
+the LP, which is priced again, until all are coloured. It gives up as soon as the colours fixed
+and the LP's value (rounded up) reach the count to beat, or where the first LP has not settled
+within ROOT_SOLVES solves. On random geometric graphs, whose LP bound is their clique, this
+succeeds where local search does not: DSJR500.5 and r1000.5 get their optima, 122 and 234 (local
+search: 125 and 242; the dive alone, from DSatur's 130 and 250 colours, 3-8 and 40-43 CPU s, on
+the file's numbering and 2-3 random renumberings, where r1000.5 got 235 once). Where the LP is
+far from integral (le450_25c: 25.39 for 26 colours after 73 solves; DSJC500.5: 44.7 after 310,
+91 CPU s) it would find nothing, and costs nothing more: those graphs stop within CLIQUE_GAP of
+their clique, or their first LP does not settle in time. The pricing is greedy, so the LP's value
+is no proven bound and the dive's answer no proof. One model is kept across the dive, on COIN-OR
+CLP (OR-Tools' build; the stage is skipped where a build lacks it): the LP only gains columns and
+loses rows, so each solve is a primal simplex from the last basis (0.14 s on r1000.5, where GLOP
+re-solved from scratch in 0.6-1 s); the answer depends on the OR-Tools version, as the exact
+references do.
 
 Where mmnp differs from the publications: HEA (Galinier & Hao 1999) builds its population from
 random greedy colourings and runs one long search at a fixed k; here the population is the
@@ -61,7 +79,10 @@ budget in moves rather than generations, and a second HEA whose local search is 
 (Bloechliger & Zufferey 2008; the GPX child keeps its leftover vertices uncoloured). TabuCol's
 tenure is Galinier & Hao's 0.6 x conflicting vertices + 0-9; stage 2's and HEA's PartialCol
 follow the authors' FOO code (marijnheule/clicolcom React-Partialcol) with a fixed, not
-reactive, tenure; stage 5's follows the paper's tabu rule with a longer tenure.
+reactive, tenure; stage 5's follows the paper's tabu rule with a longer tenure. Mehrotra & Trick
+price exactly (a weighted independent set by branch and bound) and branch on the LP (branch and
+price, an exact method); here the pricing is greedy and the LP is dived once, a heuristic within
+seconds.
 
 Measured (bench_published, seed 0): le450_15a-d all 15 (1-9 CPU s; and on each of 4 random
 relabellings, where le450_15c ended at 16 on 3 of 5 labellings before stage 5), DSJC250.9 72,
@@ -122,6 +143,16 @@ TURNED_COVER_WORDS = 10**10  # ... or fewer where a node's bit sets are wider: a
 #   vertex's live options (about classes x vertices / 64 words; queen13_13's ~27,000 nodes, 2 s)
 CLIQUE_GAP = 2  # where local search stops at most this many colours above the clique ...
 CLIQUE_SECONDS = 1.0  # ... CP-SAT looks for a colouring with its size for this many deterministic seconds
+CLIQUE_SLACK = 0.1  # `price_and_dive` gives up where the first LP's bound passes the clique by
+#   more than this fraction (geometric graphs: 0-4.3%, the quick clique search finding 117 of
+#   DSJR500.5's 122; random graphs: DSJC250.1 4 and DSJC500.5 12 against 6-7 and 44.7) ...
+ROOT_SOLVES = 50  # ... or has not settled in this many LP solves (geometric graphs: 18-32;
+#   le450_25c 73 and DSJC500.5 310, where the LP is far from integral) ...
+DIVE_SOLVES_PER_VERTEX = 2  # ... or spends more LP solves than this per vertex (r1000.5: 273) ...
+DIVE_SCANS = 5 * 10**8  # ... or its pricing scans more vertices than this (n a pick; r1000.5: 2.3 x
+#   10^8, DSJR500.5: 2.5 x 10^7; 4-FullIns_5 and 3-Insertions_5, whose independent sets hold
+#   hundreds of vertices, found nothing in 10^9, 9 and 21 CPU s, and 140 and 71 s unbounded)
+DUAL_EPSILON = 1e-6  # the LP's tolerance: reduced costs, values at 1 and the dive's bound
 MIRRORED_STARTS = 4  # random starts of the search for a colouring the board's mirrors map onto itself ...
 MIRRORED_MOVES_PER_CELL = 2_000  # ... each this many TabuCol moves per quarter-board cell (queen16_16: 12 runs
 #   of 12 within 4,000, 10 within 1,000; queen20_20: 6 of 8 within 16,000)
@@ -791,7 +822,148 @@ def heuristic(data: dict) -> list[int]:
     if data["n"] and 0 < best.max() + 1 - lower <= CLIQUE_GAP:  # stopped a colour or two above the clique
         fewer = fixed_clique_colouring(data, clique, CLIQUE_SECONDS)
         best = best if fewer is None else fewer
+    if data["n"] and best.max() + 1 - lower > CLIQUE_GAP:  # further above: the LP over independent sets
+        fewer = price_and_dive(adj, best, lower)
+        best = best if fewer is None else fewer
     return [int(c) + 1 for c in best]
+
+
+@compiled
+def _price(adjacent: np.ndarray, duals: np.ndarray, alive: np.ndarray, seeds: np.ndarray,
+           budget: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Pricing for `price_and_dive`: from each seed (in order, while its dual is positive) a
+    maximal independent set of live vertices, grown greedily by the largest dual (the lowest
+    vertex on ties); those whose duals sum past 1 (a negative reduced cost) are returned, each
+    sorted, as members and offsets, with the vertices scanned (n a pick), stopping once these
+    pass `budget`."""
+    n = adjacent.shape[0]
+    members = np.empty(8 * n, dtype=np.int64)
+    offsets = np.zeros(len(seeds) + 1, dtype=np.int64)
+    free = np.empty(n, dtype=np.bool_)
+    chosen = np.empty(n, dtype=np.int64)
+    count = 0
+    used = 0
+    scanned = 0
+    for seed in seeds:
+        if duals[seed] <= DUAL_EPSILON or scanned > budget:
+            break
+        for u in range(n):
+            free[u] = alive[u] and not adjacent[seed, u]
+        free[seed] = False
+        chosen[0] = seed
+        size = 1
+        weight = duals[seed]
+        while True:
+            scanned += n
+            pick = -1
+            pick_dual = -1.0
+            for v in range(n):
+                if free[v] and duals[v] > pick_dual:
+                    pick = v
+                    pick_dual = duals[v]
+            if pick < 0:
+                break
+            chosen[size] = pick
+            size += 1
+            weight += pick_dual
+            for u in range(n):
+                if adjacent[pick, u]:
+                    free[u] = False
+            free[pick] = False
+        if weight > 1 + DUAL_EPSILON:
+            if used + size > len(members):
+                grown = np.empty(2 * (used + size), dtype=np.int64)
+                grown[:used] = members[:used]
+                members = grown
+            members[used:used + size] = np.sort(chosen[:size])
+            used += size
+            count += 1
+            offsets[count] = used
+    return members[:used], offsets[:count + 1], scanned
+
+
+def price_and_dive(adj: list[list[int]], colouring: np.ndarray, clique: int) -> np.ndarray | None:
+    """A colouring with fewer colours than `colouring` (0-based), or None: Mehrotra & Trick's LP
+    over independent sets (minimise the sets chosen, each vertex covered), its columns priced in
+    by `_price`, then dived: the sets at 1 (else the largest) become colours, their vertices leave
+    the LP, columns are priced again, until every vertex has a colour. It gives up as soon as the
+    colours fixed plus the LP's value (rounded up) reach `colouring`'s count, and where the first
+    LP is far from integral: its bound (Farley's, the LP's value over the largest column priced)
+    more than CLIQUE_SLACK above the `clique`'s size, or not settled in ROOT_SOLVES. One incremental
+    COIN-OR CLP model (primal simplex from the last basis), since the LP only gains columns and
+    loses rows (module docstring)."""
+    from ortools.linear_solver import pywraplp
+
+    lp = pywraplp.Solver.CreateSolver("CLP")
+    if lp is None:  # an OR-Tools build without COIN-OR
+        return None
+    n, target = len(adj), int(colouring.max()) + 1
+    adjacent = np.zeros((n, n), dtype=np.bool_)
+    for v, neighbours in enumerate(adj):
+        adjacent[v, neighbours] = True
+    adjacent[np.arange(n), np.arange(n)] = False
+    rows = [lp.Constraint(1, lp.infinity()) for _ in range(n)]
+    objective = lp.Objective()
+    objective.SetMinimization()
+    columns: list[tuple[int, ...]] = []
+    variables: list = []
+    known: set[tuple[int, ...]] = set()
+    scans = DIVE_SCANS
+
+    def add(column: tuple[int, ...]) -> bool:
+        if column in known:
+            return False
+        known.add(column)
+        x = lp.NumVar(0, lp.infinity(), "")
+        objective.SetCoefficient(x, 1)
+        for v in column:
+            rows[v].SetCoefficient(x, 1)
+        columns.append(column)
+        variables.append(x)
+        return True
+
+    for c in range(target):
+        if (members := np.flatnonzero(colouring == c)).size:
+            add(tuple(members.tolist()))
+    params = pywraplp.MPSolverParameters()
+    params.SetIntegerParam(params.LP_ALGORITHM, params.PRIMAL)
+    alive = np.ones(n, dtype=np.bool_)
+    classes: list[list[int]] = []
+    for solves in range(1, DIVE_SOLVES_PER_VERTEX * n + 1):
+        if lp.Solve(params) != lp.OPTIMAL:
+            return None
+        duals = np.array([row.dual_value() for row in rows])
+        duals[~alive] = 0
+        found, offsets, scanned = _price(adjacent, duals, alive, np.argsort(-duals, kind="stable"), scans)
+        scans -= scanned
+        if scans < 0:
+            return None  # pricing has spent its budget (large independent sets, many rounds)
+        if not classes:  # the first LP: give up where it is far from integral
+            priced = np.add.reduceat(duals[found], offsets[:-1]).max() if len(offsets) > 1 else 1.0
+            if objective.Value() / priced > (1 + CLIQUE_SLACK) * clique:
+                return None
+        if sum(add(tuple(found[a:b].tolist())) for a, b in zip(offsets[:-1], offsets[1:])):
+            if not classes and solves >= ROOT_SOLVES:
+                return None  # the first LP tails off
+            continue  # solve again with the new columns
+        if np.ceil(len(classes) + objective.Value() - DUAL_EPSILON) >= target:
+            return None  # this dive cannot beat `colouring`
+        values = np.array([x.solution_value() for x in variables])
+        order = np.argsort(-values, kind="stable")
+        for j in [j for j in order if values[j] > 1 - DUAL_EPSILON] or order[:1].tolist():
+            if members := [v for v in columns[j] if alive[v]]:
+                classes.append(members)
+                alive[members] = False
+                for v in members:
+                    rows[v].SetBounds(-lp.infinity(), lp.infinity())
+        if not alive.any():
+            if len(classes) >= target:
+                return None
+            fewer = np.empty(n, dtype=np.int64)
+            for c, members in enumerate(classes):
+                fewer[members] = c
+            return fewer
+    return None
 
 
 def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], bool]:

@@ -550,8 +550,10 @@ def test_cp_sat_colours_with_the_cliques_size_where_local_search_stops_just_abov
     fixed looks for a colouring with the clique's size (r250.5: 65, where the local search ends
     at 67). With local search made to find nothing, DSatur's 11 colours on this geometric graph
     become its clique's 10; with the stage off (CLIQUE_GAP 0) they stay 11. Where no colouring
-    with the clique's size exists (the second graph: DSatur 10, clique 9) nothing changes."""
+    with the clique's size exists (the second graph: DSatur 10, clique 9) nothing changes. The LP
+    dive after it is off here (it would take the 11 to 10 on its own: the next tests)."""
     monkeypatch.setattr(graph_coloring, "fewer_colours", lambda *args: None)
+    monkeypatch.setattr(graph_coloring, "price_and_dive", lambda *args: None)
     data = geometric(60, 0.3, 0)
     assert len(graph_coloring.large_clique(data)) == 10
     assert max(graph_coloring.dsatur(graph_coloring._adjacency(data))) == 11
@@ -566,7 +568,8 @@ def test_cp_sat_colours_with_the_cliques_size_where_local_search_stops_just_abov
 def test_cp_sat_takes_a_geometric_graph_from_local_searchs_stop_to_its_clique(monkeypatch):
     """On this random geometric graph (150 points, radius 0.4: 3,721 edges, a 30-clique) the local
     search stages stop at 31 colours and CP-SAT with the clique fixed finds 30, the optimum; on
-    two renumberings of it too."""
+    two renumberings of it too (the LP dive after it off, which would also find the 30)."""
+    monkeypatch.setattr(graph_coloring, "price_and_dive", lambda *args: None)
     data = geometric(150, 0.4, 18)
     colours = graph_coloring.heuristic(data)
     assert all(colours[u] != colours[v] for u, v in data["edges"])
@@ -620,3 +623,106 @@ def test_the_cp_sat_stages_model_is_the_same_however_the_graph_is_numbered(monke
     by_number = [str(graph_coloring._colouring_model(graph, members, len(members), minimise=False)[0].Proto())
                  for graph, members in ((data, clique), (other, other_clique))]
     assert by_number[0] != by_number[1]
+
+
+def test_the_lp_dive_takes_geometric_graphs_from_dsaturs_colours_to_their_cliques():
+    """Mehrotra & Trick's LP over independent sets, priced and dived (`price_and_dive`), from
+    DSatur's colouring alone: on these random geometric graphs (DSJR500.5: 122 colours, r1000.5:
+    234, the optima, where local search ends at 125 and 242) DSatur's 11, 32 and 27 colours become
+    the cliques' 10, 30 and 25, each colouring proper."""
+    for args, dsatur_colours, clique in (((60, 0.3, 0), 11, 10), ((150, 0.4, 18), 32, 30), ((200, 0.3, 2), 27, 25)):
+        data = geometric(*args)
+        adj = graph_coloring._adjacency(data)
+        start = np.asarray(graph_coloring.dsatur(adj)) - 1
+        assert start.max() + 1 == dsatur_colours and len(graph_coloring.large_clique(data)) == clique
+        fewer = graph_coloring.price_and_dive(adj, start, clique)
+        assert fewer is not None and fewer.max() + 1 == clique == len(set(fewer.tolist()))
+        assert all(fewer[u] != fewer[v] for u, v in data["edges"])
+
+
+def test_the_lp_dive_gives_up_where_it_cannot_use_fewer_colours(monkeypatch):
+    """Where the colouring given is optimal the dive returns None, never a worse or improper
+    colouring: a geometric graph whose 10 colours are the optimum (its LP's bound rounds up to
+    10), and C5 and the Groetzsch graph (3 and 4 colours, fractional chromatic numbers 5/2 and
+    29/10), also with the clique test off, so that the dive runs until its bound stops it."""
+    import networkx as nx
+
+    groetzsch = nx.mycielski_graph(4)
+    for data in ({"n": 5, "edges": [[i, (i + 1) % 5] for i in range(5)]}, geometric(60, 0.3, 8),
+                 {"n": 11, "edges": [list(edge) for edge in groetzsch.edges]}):
+        adj = graph_coloring._adjacency(data)
+        start = np.asarray(graph_coloring.dsatur(adj)) - 1
+        clique = len(graph_coloring.large_clique(data))
+        assert graph_coloring.price_and_dive(adj, start, clique) is None
+        with monkeypatch.context() as patched:
+            patched.setattr(graph_coloring, "CLIQUE_SLACK", 10.0)
+            assert graph_coloring.price_and_dive(adj, start, clique) is None
+
+
+def test_the_lp_dive_gives_up_where_its_first_lp_is_far_from_integral(monkeypatch):
+    """The first LP's bound (Farley's) more than CLIQUE_SLACK above the clique, or not settled
+    within ROOT_SOLVES solves (le450_25c's takes 73, DSJC500.5's 310, where the dive finds
+    nothing), and the dive stops: on G(120, 0.5) (DSatur 21 colours, a 9-clique) after 10 pricing
+    rounds, where with the clique test off it dives on for 120 (to 18 colours); on the geometric
+    graph whose dive reaches its clique's 30 colours, allowed fewer solves than its first LP
+    needs, or fewer pricing scans (DIVE_SCANS) than it spends, it returns None."""
+    rounds = []
+    pricing = graph_coloring._price
+
+    def counted(*args):
+        rounds.append(1)
+        return pricing(*args)
+
+    monkeypatch.setattr(graph_coloring, "_price", counted)
+    rng = np.random.default_rng(3)
+    data = {"n": 120, "edges": [[u, v] for u in range(120) for v in range(u + 1, 120) if rng.random() < 0.5]}
+    adj = graph_coloring._adjacency(data)
+    start = np.asarray(graph_coloring.dsatur(adj)) - 1
+    clique = len(graph_coloring.large_clique(data))
+    assert graph_coloring.price_and_dive(adj, start, clique) is None
+    given_up_after = len(rounds)
+    with monkeypatch.context() as patched:
+        patched.setattr(graph_coloring, "CLIQUE_SLACK", 10.0)
+        dived = graph_coloring.price_and_dive(adj, start, clique)
+    assert dived is not None and dived.max() < start.max() and len(rounds) > 5 * given_up_after
+    data = geometric(150, 0.4, 18)
+    adj = graph_coloring._adjacency(data)
+    start = np.asarray(graph_coloring.dsatur(adj)) - 1
+    assert graph_coloring.price_and_dive(adj, start, 30).max() + 1 == 30
+    with monkeypatch.context() as patched:
+        patched.setattr(graph_coloring, "ROOT_SOLVES", 2)
+        assert graph_coloring.price_and_dive(adj, start, 30) is None
+    monkeypatch.setattr(graph_coloring, "DIVE_SCANS", 150 * 150)  # less than one pricing round
+    assert graph_coloring.price_and_dive(adj, start, 30) is None
+
+
+def test_the_lp_dive_runs_where_local_search_stops_above_the_clique(monkeypatch):
+    """Wiring: the dive runs where the colours stay more than CLIQUE_GAP above the clique (the
+    CP-SAT stage takes the nearer ones). With local search made to find nothing and CLIQUE_GAP 0,
+    DSatur's 11 colours on a geometric graph become its clique's 10 through the dive, and stay 11
+    without it."""
+    monkeypatch.setattr(graph_coloring, "fewer_colours", lambda *args: None)
+    monkeypatch.setattr(graph_coloring, "CLIQUE_GAP", 0)
+    data = geometric(60, 0.3, 0)
+    colours = graph_coloring.heuristic(data)
+    assert all(colours[u] != colours[v] for u, v in data["edges"]) and len(set(colours)) == 10
+    monkeypatch.setattr(graph_coloring, "price_and_dive", lambda *args: None)
+    assert len(set(graph_coloring.heuristic(data))) == 11
+
+
+def test_compiled_pricing_finds_the_plain_python_columns():
+    """`_price` compiled and as plain Python give the same columns, in the same order, for the
+    same duals (random duals on a random graph, some vertices gone)."""
+    rng = np.random.default_rng(4)
+    adjacent = np.triu(rng.random((70, 70)) < 0.2, 1)
+    adjacent |= adjacent.T
+    for seed in range(3):
+        draws = np.random.default_rng(seed)
+        duals = np.round(draws.random(70) * 0.4, 3)
+        alive = draws.random(70) < 0.9
+        duals[~alive] = 0
+        seeds = np.argsort(-duals, kind="stable")
+        found = graph_coloring._price(adjacent, duals, alive, seeds, 10**12)
+        plain = graph_coloring._price.py_func(adjacent, duals, alive, seeds, 10**12)
+        assert len(found[1]) > 2 and (found[0] == plain[0]).all() and (found[1] == plain[1]).all()
+        assert found[2] == plain[2] > 0
