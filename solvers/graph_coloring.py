@@ -58,16 +58,18 @@ the sets chosen, each vertex covered) is priced and dived (`price_and_dive`): co
 maximal independent sets by dual weight, one from each vertex with a positive dual, added until
 none prices in; then the sets at 1 (else the largest) become colours and their vertices leave
 the LP, which is priced again, until all are coloured. It gives up as soon as the colours fixed
-and the LP's value (rounded up) reach the count to beat, or where the first LP has not settled
-within ROOT_SOLVES solves. On random geometric graphs, whose LP bound is their clique, this
-succeeds where local search does not: DSJR500.5 and r1000.5 get their optima, 122 and 234 (local
-search: 125 and 242; the dive alone, from DSatur's 130 and 250 colours, 3-8 and 40-43 CPU s, on
-the file's numbering and 2-3 random renumberings, where r1000.5 got 235 once). Where the LP is
-far from integral (le450_25c: 25.39 for 26 colours after 73 solves; DSJC500.5: 44.7 after 310,
-91 CPU s) it would find nothing, and costs nothing more: those graphs stop within CLIQUE_GAP of
-their clique, or their first LP does not settle in time. The pricing is greedy, so the LP's value
-is no proven bound and the dive's answer no proof. One model is kept across the dive, on COIN-OR
-CLP (OR-Tools' build; the stage is skipped where a build lacks it): the LP only gains columns and
+and the LP's value (rounded up) reach the count to beat, and where the first LP is far from
+integral: its bound more than CLIQUE_SLACK above the clique, or not settled within ROOT_SOLVES
+solves, or once the pricing has scanned DIVE_SCANS vertices. On random geometric graphs, whose
+LP bound is their clique, it succeeds where local search does not: DSJR500.5 and r1000.5 get
+their optima, 122 and 234 (local search: 125 and 242; the dive alone, from DSatur's 130 and 250
+colours, 3-8 and 39-43 CPU s, on the file's numbering and 2-3 random renumberings, where r1000.5
+got 235 once). Where the LP is far from integral (le450_25c: 25.39 for 26 colours after 73
+solves; DSJC500.5: 44.7 after 310, 91 CPU s; FullIns and Insertions graphs, with independent
+sets of hundreds of vertices) it finds nothing, and those budgets end it early (docs/datasets.md:
+the cost measured on the listed graphs). The pricing is greedy, so the LP's value is no proven
+bound and the dive's answer no proof. One model is kept across the dive, on COIN-OR CLP
+(OR-Tools' build; the stage is skipped where a build lacks it): the LP only gains columns and
 loses rows, so each solve is a primal simplex from the last basis (0.14 s on r1000.5, where GLOP
 re-solved from scratch in 0.6-1 s); the answer depends on the OR-Tools version, as the exact
 references do.
