@@ -66,8 +66,9 @@ their optima, 122 and 234 (local search: 125 and 242; the dive alone, from DSatu
 colours, 3-8 and 39-43 CPU s, on the file's numbering and 2-3 random renumberings, where r1000.5
 got 235 once). Where the LP is far from integral (le450_25c: 25.39 for 26 colours after 73
 solves; DSJC500.5: 44.7 after 310, 91 CPU s; FullIns and Insertions graphs, with independent
-sets of hundreds of vertices) it finds nothing, and those budgets end it early (docs/datasets.md:
-the cost measured on the listed graphs). The pricing is greedy, so the LP's value is no proven
+sets of hundreds of vertices) it finds nothing: le450_25c stops within CLIQUE_GAP of its clique,
+so the dive never runs there, and those budgets end it early on the rest (docs/datasets.md: the
+cost measured on the listed graphs). The pricing is greedy, so the LP's value is no proven
 bound and the dive's answer no proof. One model is kept across the dive, on COIN-OR CLP
 (OR-Tools' build; the stage is skipped where a build lacks it): the LP only gains columns and
 loses rows, so each solve is a primal simplex from the last basis (0.14 s on r1000.5, where GLOP
