@@ -7,9 +7,8 @@ Each layer owns its commands (`mmnp/cli.py`: data; `evaluation/cli.py`: eval and
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from typing import Any, Callable
 
-import click
 import typer
 from typer.core import TyperCommand
 from rich.console import Console
@@ -70,11 +69,11 @@ class LazyEpilogCommand(TyperCommand):
 
     epilog_for: Callable[[list[str]], str]
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         ctx.meta["mmnp.args"] = list(args)  # before --help is handled, which happens while parsing
         return super().parse_args(ctx, args)
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
         self.epilog = self.epilog_for(ctx.meta.get("mmnp.args", []))
         return super().format_help(ctx, formatter)
 
