@@ -8,9 +8,11 @@ low-degree vertices: penalties that decay slowly steer the search away from the 
 high-degree vertices). mmnp tunes nothing per instance: it runs DLS-MC at pd 1, 2, 4, 8 and 16
 (the doubling ladder over the paper's settings up to brock400's) side by side, each with an
 equal share of the steps, and keeps the largest clique. Budget, in steps (so deterministic),
-over the five runs together: 50 per vertex pair (n^2), at most 8 million; stopping earlier
-after 15 per vertex pair without a larger clique, or when a run reaches the branch and bound's
-upper bound. Over 400 vertices the steps the cap withholds (50 n^2 less 8 million) go to a
+over the five runs together: 50 per vertex pair (n^2), at most 8 million. After 15 per vertex
+pair without a larger clique the five stop and start again from seeds RESTART_SEED, + 1, ...
+while the steps last (renumbered at random, brock400_1 and _2 meet 25-cliques early and their
+optima after that patience on about half the numberings); everything stops when a run reaches
+the branch and bound's upper bound. Over 400 vertices the steps the cap withholds (50 n^2 less 8 million) go to a
 second search at pd 32, 45 and 64 (32 and 64 the ladder's next doublings, 45 the paper's
 setting for brock800, whose optima the first ladder does not reach), with the same patience,
 run again with seeds 3, 4, ... while those steps last (DLS-MC's time to brock800_1's 23-clique
@@ -19,12 +21,14 @@ first, seed 3's run finds the 23); generated graphs (at most 160 vertices) never
 imported ones over 400 vertices may, and pay the whole budget unless the bound is reached.
 The runs are compiled (`local_search`; the moves of the Python generators they replaced, so
 the generated references are unchanged): about 1-2 million steps/s. The whole heuristic,
-branch and bound included, takes 3-5 CPU s on a 400-vertex graph the branch and bound leaves
-open (brock400, gen400; 10-13 s with the runs in Python), 52-54 s on brock800 (14 s without
-the second search, 29-37 s with one run of it) and up to 121 s at 1,000 vertices (p_hat1000-1).
-brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over seeds 0-4 (the
-heuristic's seed: 0.5 million); the patience, 2.4 million at 400 vertices, covers four of
-those five. Generated instances up to `hard` are proven by the branch and bound and never
+branch and bound included, takes 9-11 CPU s on a 400-vertex graph the branch and bound leaves
+open (brock400, gen400, san400: the whole 8 million steps; 3-5 s when the patience ended the
+search there, before the restarts), 57-58 s on brock800 and up to 128 s at 1,000 vertices
+(p_hat1000-1). brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over
+seeds 0-4 (the heuristic's seed: 0.5 million); the patience, 2.4 million at 400 vertices, covers
+four of those five. Renumbered at random (8 numberings each of brock400_1-4), the search ended
+below the optimum on 5 of 32 with one run (brock400_1 25 on 4, brock400_2 25 on 1) and on 1
+with the restarts. Generated instances up to `hard` are proven by the branch and bound and never
 reach the long search.
 
 Vertex cover uses the same search on the complement graph (a cover is the complement of an
@@ -48,6 +52,7 @@ STEPS = 8_000_000
 PATIENCE_PER_PAIR = 15  # ... or this many per vertex pair without a larger clique
 PENALTY_DELAYS = (1, 2, 4, 8, 16)  # DLS-MC's pd, one run each, interleaved (see local_search)
 LONG_PENALTY_DELAYS = (32, 45, 64)  # ... and on the steps STEPS withholds (over 400 vertices)
+RESTART_SEED = 100  # the first ladder's runs after seed 1's, when its patience ends it: seeds 100, 101, ...
 
 
 def heuristic(data: dict) -> list[int]:
@@ -67,7 +72,13 @@ def maximum_clique(n: int, masks: list[int], nodes: int = NODES) -> list[int]:
     if search.run(nodes) or len(search.best) >= search.bound:
         return sorted(search.best)
     steps, patience = STEPS_PER_PAIR * n * n, PATIENCE_PER_PAIR * n * n
-    found, _ = local_search(n, masks, [], min(STEPS, steps), search.bound, seed=1, patience=patience)
+    found: list[int] = []
+    first = min(STEPS, steps)
+    for seed in itertools.chain([1], itertools.count(RESTART_SEED)):  # while the first budget lasts
+        if first <= 0 or len(found) >= search.bound:
+            break
+        run, made = local_search(n, masks, [], first, search.bound, seed=seed, patience=patience)
+        found, first = max(found, run, key=len), first - max(made, 1)
     left = steps - STEPS
     for seed in itertools.count(2):  # seed 2: Random(6-8), as the first search's runs at pd 2, 4
         #   and 8 draw (their moves part at those runs' first decay); then 3, 4, ... while steps are left
