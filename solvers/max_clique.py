@@ -10,9 +10,9 @@ high-degree vertices). mmnp tunes nothing per instance: it runs DLS-MC at pd 1, 
 equal share of the steps, and keeps the largest clique. Budget, in steps (so deterministic),
 over the five runs together: 50 per vertex pair (n^2), at most 8 million. After 15 per vertex
 pair without a larger clique the five stop and start again from seeds RESTART_SEED, + 1, ...
-while the steps last (renumbered at random, brock400_1 and _2 meet 25-cliques early and their
-optima after that patience on about half the numberings); everything stops when a run reaches
-the branch and bound's upper bound. Over 400 vertices the steps the cap withholds (50 n^2 less 8 million) go to a
+while the steps last (renumbered at random, brock400_1 meets 25-cliques early and its 27 after
+that patience on about half the numberings); everything stops when a run reaches the branch and
+bound's upper bound. Over 400 vertices the steps the cap withholds (50 n^2 less 8 million) go to a
 second search at pd 32, 45 and 64 (32 and 64 the ladder's next doublings, 45 the paper's
 setting for brock800, whose optima the first ladder does not reach), with the same patience,
 run again with seeds 3, 4, ... while those steps last (DLS-MC's time to brock800_1's 23-clique

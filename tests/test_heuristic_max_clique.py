@@ -126,9 +126,9 @@ def test_the_steps_the_cap_withholds_go_to_the_long_delays(monkeypatch):
 
 
 def test_the_first_search_restarts_while_its_steps_last(monkeypatch):
-    """A run of the first ladder that its patience stops short of the optimum (brock400_1 and _2
-    renumbered at random: their 25-cliques come early and the optimum, on half the numberings,
-    after the patience, docs/datasets.md) is followed by runs from seeds RESTART_SEED, + 1, ...
+    """A run of the first ladder that its patience stops short of the optimum (brock400_1
+    renumbered at random: its 25-cliques come early and, on half the numberings, its 27 after the
+    patience, docs/datasets.md) is followed by runs from seeds RESTART_SEED, + 1, ...
     while the first search's steps last. With every run's patience cut to 1,000 steps (and the
     steps to 1 per vertex pair, so there is no second search) on this hidden clique, seed 1 stops
     at 22, seed 100 at 23 and seed 101 finds the 24: a single run would end at 22."""
