@@ -1,4 +1,4 @@
-"""The base install runs the README's main job: every module it imports is the standard library's,
+"""The base install runs the README's main job and evaluates an endpoint: every module they import is the standard library's,
 mmnp's own, or a distribution its `dependencies` pull in. The test venv holds far more (the extras
 and what they bring, click among them), so an undeclared import passes every other test and breaks
 on a fresh machine: typer 0.29 vendors click and no longer installs it, and `import click` in the CLI
@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 
 from packaging.requirements import Requirement
+
+import mmnp
+from fake_openai import FakeOpenAI, oracle
 
 BLOCKER = """
 import importlib.abc, importlib.machinery, json, sys, sysconfig
@@ -67,19 +70,25 @@ def base_modules() -> list[str]:
 def test_the_main_job_imports_only_the_base_dependencies(tmp_path: Path):
     allowed = json.dumps(base_modules())
 
-    def mmnp(*args: str) -> str:
+    def cli(*args: str) -> str:
         run = subprocess.run([sys.executable, "-c", BLOCKER, allowed, *args], cwd=tmp_path, capture_output=True,
                              text=True, timeout=600)
         assert run.returncode == 0, (args, run.stderr[-3000:])
         return run.stdout
 
     data, results = tmp_path / "data", tmp_path / "results"
-    mmnp("generate", "--tasks", "all", "--difficulty", "easy", "--count", "1", "--seed", "0", "--out", str(data))
+    cli("generate", "--tasks", "all", "--difficulty", "easy", "--count", "1", "--seed", "0", "--out", str(data))
     for baseline in ("heuristic", "parrot"):
-        mmnp("eval", "--model", f"solver:{baseline}", "--data", str(data), "--modality", "both",
+        cli("eval", "--model", f"solver:{baseline}", "--data", str(data), "--modality", "both",
              "--output-path", str(results))
-    mmnp("leaderboard", str(results), "--format", "html", "--out", str(tmp_path / "leaderboard.html"))
-    assert "heuristic" in mmnp("leaderboard", str(results))
+    with FakeOpenAI(oracle(list(mmnp.load_dataset(data)))) as server:  # `pip install -e .`: "evaluate endpoints"
+        cli("eval", "--model", "openai:fake", "--base-url", server.url, "--data", str(data), "--modality", "both",
+             "--output-path", str(results))
+    fake = json.loads((results / "openai_fake" / "results.json").read_text())
+    assert fake["complete"] is True and fake["failed_samples"] == 0 and fake["missing_instances"] == 0
+    cli("leaderboard", str(results), "--format", "html", "--out", str(tmp_path / "leaderboard.html"))
+    board = cli("leaderboard", str(results))
+    assert "heuristic" in board and "fake" in board
     assert (tmp_path / "leaderboard.html").stat().st_size > 0
 
 
