@@ -69,11 +69,11 @@ class LazyEpilogCommand(TyperCommand):
 
     epilog_for: Callable[[list[str]], str]
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         ctx.meta["mmnp.args"] = list(args)  # before --help is handled, which happens while parsing
         return super().parse_args(ctx, args)
 
-    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
+    def format_help(self, ctx: Any, formatter: Any) -> None:
         self.epilog = self.epilog_for(ctx.meta.get("mmnp.args", []))
         return super().format_help(ctx, formatter)
 

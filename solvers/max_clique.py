@@ -24,7 +24,7 @@ the generated references are unchanged): about 1-2 million steps/s. The whole he
 branch and bound included, takes 9-11 CPU s on a 400-vertex graph the branch and bound leaves
 open (brock400, gen400, san400: the whole 8 million steps; 3-5 s when the patience ended the
 search there, before the restarts), 57-58 s on brock800 and up to 128 s at 1,000 vertices
-(p_hat1000-1). brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over
+(p_hat1000-1; both measured with both cores busy). brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over
 seeds 0-4 (the heuristic's seed: 0.5 million); the patience, 2.4 million at 400 vertices, covers
 four of those five. Renumbered at random (8 numberings each of brock400_1-4), the search ended
 below the optimum on 5 of 32 with one run (brock400_1 25 on 4, brock400_2 25 on 1) and on 1

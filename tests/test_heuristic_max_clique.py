@@ -143,6 +143,17 @@ def test_the_first_search_restarts_while_its_steps_last(monkeypatch):
     assert all("delays" not in kwargs for _, kwargs, _, _ in first)
     assert first[0][0] == N * N and all(b[0] == a[0] - a[3] for a, b in zip(first, first[1:]))
     assert first[-1][0] <= first[-1][3]  # the bound is loose: the runs spend the steps, none more
+    searches.clear()
+    run = max_clique.CliqueSearch.run
+
+    def tight(self, nodes):  # a bound the hidden clique meets: the restarts stop there
+        finished = run(self, nodes)
+        self.bound = HIDDEN
+        return finished
+
+    monkeypatch.setattr(max_clique.CliqueSearch, "run", tight)
+    assert len(max_clique.maximum_clique(N, masks, nodes=1)) == HIDDEN
+    assert [(kwargs["seed"], size) for _, kwargs, size, _ in searches[1:]] == [(1, 22), (100, 23), (101, HIDDEN)]
 
 
 def test_the_second_search_restarts_until_a_seed_finds_the_clique(monkeypatch):

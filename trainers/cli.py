@@ -53,7 +53,7 @@ class _TrainCommand(TyperCommand):
     _algo = "grpo"
     _problem: str | None = None  # why the chosen algorithm's flags could not be added
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         from mmnp.trainers.spec import TrainSpec
 
         if self._shared is None:
@@ -87,7 +87,7 @@ class _TrainCommand(TyperCommand):
             self._problem = str(e.args[0] if e.args else e)
         return []
 
-    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
+    def format_help(self, ctx: Any, formatter: Any) -> None:
         from mmnp.trainers.algorithms import REGISTRY
 
         plugins = [f"{e.name} ({e.origin})" for e in REGISTRY.entries().values() if e.distribution]
