@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,7 +115,7 @@ def test_the_main_job_imports_only_the_base_dependencies(tmp_path: Path):
     def cli(*args: str) -> str:
         run = subprocess.run([sys.executable, "-s", "-c", BLOCKER, allowed, *args], cwd=tmp_path,
                              capture_output=True, text=True, timeout=600,
-                             env={k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"})
+                             env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
         assert run.returncode == 0, (args, run.stderr[-3000:])
         return run.stdout
 
