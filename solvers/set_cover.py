@@ -25,7 +25,7 @@ The first run, seed 0 with the whole budget before it, can only be improved on. 
 OR-Library's unicost sets (one core, benchmarks/bench_published.py, CPU s an instance): scp4x
 0.23-0.25, scp5x 0.64-0.66, scp6x 0.45-0.46, scpa 1.4, scpb 3.2-3.4, scpc 2.2-2.3, scpd 3.6-3.8,
 scpe 0.57, scpnre 5.2-5.4, scpnrf 8.1-8.6, scpnrg 3.2-3.3, scpnrh 4.7-4.8, scpclr13 2.3,
-scpcyc09-11 0.5, 2.2 and 10.5, STS405 1.3 (340 for 335), STS729 7.9 (617, the best known: 729
+scpcyc09-11 1.5, 5.8 and 17.6 (the other core busy), STS405 1.3 (340 for 335), STS729 7.9 (617, the best known: 729
 less AG(6, 3)'s largest cap, 112; seed 1 reaches it at step ~160,000; on AG(6, 3)'s own triple
 system, labelled another way, 637 against 647 with the per-subset patience:
 tests/test_heuristic_set_cover.py). With the runs capped at two (and WORK at a quarter), scpc1,
@@ -35,8 +35,8 @@ seeded runs, each ended by its patience, within a step budget of 400 steps per s
 (the paper: 10 runs of 3 x 10^7 steps each on these sets, in C; the compiled steps here make
 0.15-1.9 million a second, `local_search`): scpa1-4 stay one above the optimum within 250,000
 steps a seed, and with 10 million (about 11 s) scpa3 is still at 39 on seeds 0-3, scpa1 reaches
-38 on one of them and scpa4 37 on two; scpd, scpnre, scpnrg, scpnrh and scpcyc09-11 stay
-2.5-8.3% above the best known, which RWLS reaches within 3 x 10^7-10^8 steps (docs/datasets.md);
+38 on one of them and scpa4 37 on two; scpd, scpnre, scpnrg, scpnrh, scpcyc09 and scpcyc11 stay
+2.2-7.6% above the best known (scpcyc10 is 0.8% above: SCANNED_PER_UPDATE), which RWLS reaches within 3 x 10^7-10^8 steps (docs/datasets.md);
 weights grow lazily (same choices, checked step by step in tests/test_heuristic_set_cover.py);
 configuration checking re-enables a subset when an element it
 holds changes between covered and uncovered (the paper and pinam45/USCP's rwls.cpp: also between
@@ -65,6 +65,11 @@ PATIENCE_PER_ELEMENT = 2  # ... nor than this many per element, and the budget a
 #   that for each of RESHAPING_RUNS runs: element weights reshape the search in steps
 #   proportional to their number
 RESHAPING_RUNS = 2
+SCANNED_PER_UPDATE = 16  # chosen subsets the scan for the one to drop reads in the time of one list
+#   update (a sequential read against a scattered write). Measured, one core: scpa1 (66 updates and
+#   42 chosen a step) and scpcyc09 (12 and 816) both make 0.87 million steps a second, scpcyc11 (15
+#   and 4,272) 0.20 million: ~17 ns an update, ~1.1 ns a subset scanned. Counted as updates (1:1),
+#   the scan cut scpcyc09-11's budgets to 240,000, 104,000 and 225,000 steps (0.3-1.2 CPU s)
 BOUND_ROUNDS = 60  # subgradient steps of the Lagrangian bound
 NODE_WORDS = 1 << 20  # machine words of bit-set operations the exact search may spend before the
 #   local search takes over (a node scans its uncovered elements, each a bit set of the universe,
@@ -376,9 +381,10 @@ def restarts(a: np.ndarray, start: np.ndarray, bound: int, budget: int, patience
 def _step_cost(a: np.ndarray, start: np.ndarray) -> int:
     """What one local search step costs, in list updates: the elements of the subsets flipped (a
     subset's mean size), the holders of the few elements whose coverage changes (an element's
-    mean number of holders), and the chosen subsets scanned for the one to drop."""
+    mean number of holders), and the chosen subsets scanned for the one to drop, SCANNED_PER_UPDATE
+    of them to an update."""
     memberships = int(a.sum(dtype=np.int64))
-    return max(1, memberships // a.shape[0] + memberships // a.shape[1] + int(start.sum()))
+    return max(1, memberships // a.shape[0] + memberships // a.shape[1] + int(start.sum()) // SCANNED_PER_UPDATE)
 
 
 def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int | None = NODES,
