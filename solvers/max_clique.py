@@ -20,16 +20,16 @@ is heavy-tailed over seeds: seed 2's run meets a 21-clique early and its patienc
 first, seed 3's run finds the 23); generated graphs (at most 160 vertices) never get there,
 imported ones over 400 vertices may, and pay the whole budget unless the bound is reached.
 The runs are compiled (`local_search`; the moves of the Python generators they replaced, so
-the generated references are unchanged): about 1-2 million steps/s. The whole heuristic,
-branch and bound included, takes 9-11 CPU s on a 400-vertex graph the branch and bound leaves
-open (brock400, gen400, san400: the whole 8 million steps; 3-5 s when the patience ended the
-search there, before the restarts), 57-58 s on brock800 and up to 128 s at 1,000 vertices
-(p_hat1000-1; both measured with both cores busy). brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over
+the generated references are unchanged): about 1-2 million steps/s. The whole heuristic, branch and
+bound included, takes 9-11 CPU s on a 400-vertex graph the branch and bound leaves open (brock400,
+gen400, san400: the whole 8 million steps; 3-5 s when the patience ended the search there, before
+the restarts), 57-58 s on brock800 and up to 128 s at 1,000 vertices (p_hat1000-1; both measured
+with both cores busy). brock400_1's 27-clique comes 0.5-2.7 million steps after its 25-cliques over
 seeds 0-4 (the heuristic's seed: 0.5 million); the patience, 2.4 million at 400 vertices, covers
-four of those five. Renumbered at random (8 numberings each of brock400_1-4), the search ended
-below the optimum on 5 of 32 with one run (brock400_1 25 on 4, brock400_2 25 on 1) and on 1
-with the restarts. Generated instances up to `hard` are proven by the branch and bound and never
-reach the long search.
+four of those five. Renumbered at random (8 numberings each of brock400_1-4), the search ended below
+the optimum on 5 of 32 with one run (brock400_1 25 on 4, brock400_2 25 on 1) and on 1 with the
+restarts. Generated instances up to `hard` are proven by the branch and bound and never reach the
+long search.
 
 Vertex cover uses the same search on the complement graph (a cover is the complement of an
 independent set, an independent set a clique of the complement)."""

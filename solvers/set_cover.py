@@ -24,25 +24,25 @@ and STS729 only (generated covers have at most 120 elements, the classic set's a
 The first run, seed 0 with the whole budget before it, can only be improved on. Measured on
 OR-Library's unicost sets (one core, benchmarks/bench_published.py, CPU s an instance): scp4x
 0.23-0.25, scp5x 0.64-0.66, scp6x 0.45-0.46, scpa 1.4, scpb 3.2-3.4, scpc 2.2-2.3, scpd 3.6-3.8,
-scpe 0.57, scpnre 5.2-5.4, scpnrf 8.1-8.6, scpnrg 3.2-3.3, scpnrh 4.7-4.8, scpclr13 2.3,
-scpcyc09-11 1.5, 5.8 and 17.6 (the other core busy), STS405 1.3 (340 for 335), STS729 7.9 (617, the best known: 729
-less AG(6, 3)'s largest cap, 112; seed 1 reaches it at step ~160,000; on AG(6, 3)'s own triple
+scpe 0.57, scpnre 5.2-5.4, scpnrf 8.1-8.6, scpnrg 3.2-3.3, scpnrh 4.7-4.8, scpclr13 2.3, scpcyc09-11
+1.5, 5.8 and 17.6 (the other core busy), STS405 1.3 (340 for 335), STS729 7.9 (617, the best known:
+729 less AG(6, 3)'s largest cap, 112; seed 1 reaches it at step ~160,000; on AG(6, 3)'s own triple
 system, labelled another way, 637 against 647 with the per-subset patience:
-tests/test_heuristic_set_cover.py). With the runs capped at two (and WORK at a quarter), scpc1,
-c2 and c5 ended at 44 (0.5 CPU s); of seeds 0-10, 3, 2, 6 and 4 runs reach 43 on scpc1-c4 and
-none on c5, whose first 43 (seed 26) lies past the budget. Where mmnp differs from the paper:
-seeded runs, each ended by its patience, within a step budget of 400 steps per subset at most
-(the paper: 10 runs of 3 x 10^7 steps each on these sets, in C; the compiled steps here make
-0.15-1.9 million a second, `local_search`): scpa1-4 stay one above the optimum within 250,000
-steps a seed, and with 10 million (about 11 s) scpa3 is still at 39 on seeds 0-3, scpa1 reaches
-38 on one of them and scpa4 37 on two; scpd, scpnre, scpnrg, scpnrh, scpcyc09 and scpcyc11 stay
-2.2-7.6% above the best known (scpcyc10 is 0.8% above: SCANNED_PER_UPDATE), which RWLS reaches within 3 x 10^7-10^8 steps (docs/datasets.md);
+tests/test_heuristic_set_cover.py). With the runs capped at two (and WORK at a quarter), scpc1, c2
+and c5 ended at 44 (0.5 CPU s); of seeds 0-10, 3, 2, 6 and 4 runs reach 43 on scpc1-c4 and none on
+c5, whose first 43 (seed 26) lies past the budget. Where mmnp differs from the paper: seeded runs,
+each ended by its patience, within a step budget of 400 steps per subset at most (the paper: 10 runs
+of 3 x 10^7 steps each on these sets, in C; the compiled steps here make 0.15-1.9 million a second,
+`local_search`): scpa1-4 stay one above the optimum within 250,000 steps a seed, and with 10 million
+(about 11 s) scpa3 is still at 39 on seeds 0-3, scpa1 reaches 38 on one of them and scpa4 37 on two;
+scpd, scpnre, scpnrg, scpnrh, scpcyc09 and scpcyc11 stay 2.2-7.6% above the best known (scpcyc10 is
+0.8% above: SCANNED_PER_UPDATE), which RWLS reaches within 3 x 10^7-10^8 steps (docs/datasets.md);
 weights grow lazily (same choices, checked step by step in tests/test_heuristic_set_cover.py);
-configuration checking re-enables a subset when an element it
-holds changes between covered and uncovered (the paper and pinam45/USCP's rwls.cpp: also between
-once and twice covered; measured with 10 million steps a seed it does no better on scpa1 or
-scpa3, reaches scpa4's 37 on three seeds instead of two, and no better on scp51), so a step
-costs only the elements whose coverage changes."""
+configuration checking re-enables a subset when an element it holds changes between covered and
+uncovered (the paper and pinam45/USCP's rwls.cpp: also between once and twice covered; measured with
+10 million steps a seed it does no better on scpa1 or scpa3, reaches scpa4's 37 on three seeds
+instead of two, and no better on scp51), so a step costs only the elements whose coverage
+changes."""
 
 from __future__ import annotations
 
@@ -384,7 +384,8 @@ def _step_cost(a: np.ndarray, start: np.ndarray) -> int:
     mean number of holders), and the chosen subsets scanned for the one to drop, SCANNED_PER_UPDATE
     of them to an update."""
     memberships = int(a.sum(dtype=np.int64))
-    return max(1, memberships // a.shape[0] + memberships // a.shape[1] + int(start.sum()) // SCANNED_PER_UPDATE)
+    scan = int(start.sum()) // SCANNED_PER_UPDATE
+    return max(1, memberships // a.shape[0] + memberships // a.shape[1] + scan)
 
 
 def branch_and_bound(data: dict, start: np.ndarray, bound: int, nodes: int | None = NODES,
