@@ -25,18 +25,18 @@ stage only if the ones before failed:
      stage gets COMPILED_MOVES_PER_STEP = 25 moves a step (2.6 million at n = 250, which reach
      DSJC250.5's 28 colours). The gain is smaller where a move scans more (8-11x measured on
      dense or 1,000-vertex graphs): there this stage costs up to 3x the CPU it did in numpy.
-At k equal to the clique's size, when local search fails and a greedy search (or, where it
-finds none, an exact cover by k-cliques) splits the vertices into k-cliques (a queen graph's
-rows), an exact cover of the vertices by independent
-sets with one vertex per clique (`clique_cover_colouring`, each stage within a node budget) is
-tried last, and where the graph has an automorphism of order 2, a cover that the one fixing the
-fewest vertices (an odd board's half turn) maps onto itself. Before that, wherever local search
-stops above the clique's size on a graph with two commuting automorphisms that, with their
-product, move every vertex (the mirrors of a queen board with even sides), a colouring with
-the clique's size that both map onto itself is searched for on a quarter of the vertices
-(`mirrored_colouring`: queen16_16 16, where the stages above end at 18). The automorphisms are
-searched for (`symmetry.automorphisms`: colour refinement and individualisation, within a
-budget), not read from the numbering, so a board renumbered at random gets them too.
+At k equal to the clique's size, when local search fails and a greedy search (or, where it finds
+none, an exact cover by k-cliques) splits the vertices into k-cliques (a queen graph's rows), an
+exact cover of the vertices by independent sets with one vertex per clique
+(`clique_cover_colouring`, each stage within a node budget) is tried last, and where the graph has
+an automorphism of order 4 or 2, a cover that the one fixing the fewest vertices (a square board's
+quarter turn, then an odd board's half turn) maps onto itself. Before that, wherever local search
+stops above the clique's size on a graph with two commuting automorphisms that, with their product,
+move every vertex (the mirrors of a queen board with even sides), a colouring with the clique's size
+that both map onto itself is searched for on a quarter of the vertices (`mirrored_colouring`:
+queen16_16 16, where the stages above end at 18). The automorphisms are searched for
+(`symmetry.automorphisms`: colour refinement and individualisation, within a budget), not read from
+the numbering, so a board renumbered at random gets them too.
 The search stops at the first k it cannot reach in its budget, or when k equals the clique's
 size (proven optimal). So a graph whose clique is smaller than its chromatic number (myciel,
 queen6_6 to queen10_10, the generated levels without a clique) always spends one full budget at
@@ -94,10 +94,12 @@ share: 29 and 13), le450_25c/d 26 at 32-39 s (stage 4 on le450_25c, which ended 
 without it; 25 is out of reach here:
 docs/datasets.md), queen11_11 11 (1 s: local search 12, then the exact cover; renumbered at
 random, 1.4-3 s on 8 labellings of 8, `covering_partition` and the larger cover budgets),
-queen13_13 13 (11-14 s: local search 14; over all 73,712 13-queens solutions neither
-Algorithm X in millions of nodes, a cover search for 360,000 steps nor CP-SAT in 418
-deterministic seconds made 13, nor CP-SAT on the colouring with each 13-clique all different in
-60; the cover that the half turn maps onto itself takes ~27,000 nodes, `turned_cover`). Stage
+queen13_13 13 (10-11 s, on its own numbering and on 8 random ones: local search 14; over all
+73,712 13-queens solutions neither Algorithm X in millions of nodes, a cover search for 360,000
+steps nor CP-SAT in 418 deterministic seconds made 13, nor CP-SAT on the colouring with each
+13-clique all different in 60; the cover that the quarter turn maps onto itself takes under 1,000
+nodes, `turned_cover`, where the half turn's took ~27,000 on the file's numbering and more than
+its 50,000 on 4 random numberings of 7). Stage
 2's and HEA's PartialCol moves are numpy still (the uncoloured set is a Python set whose order
 the moves follow, so a compiled copy would not make the same moves, and the generated
 references would change); stage 5 is compiled from the start.
@@ -138,10 +140,10 @@ TRANSVERSAL_NODES = 1_000_000  # search nodes listing the independent sets with 
 #   (queen11_11's 2,680 take up to ~200,000 on the board's order, up to 1 million renumbered)
 COVER_NODES = 100_000  # exact-cover search nodes over those sets (queen11_11 takes ~150 on the board's
 #   order, 20,000-100,000 renumbered at random)
-TURNED_TRANSVERSAL_NODES = 4_000_000  # the listing's budget where the graph has an involution (queen13_13's
+TURNED_TRANSVERSAL_NODES = 4_000_000  # the listing's budget where the graph has a turn (queen13_13's
 #   73,712 13-queens solutions take 3.5 million, ~6 CPU s, in `linked_order`)
 TURNED_MAX_CLASSES = 100_000  # ... and at most this many classes for it to pair (queen13_13: 73,712)
-TURNED_COVER_NODES = 50_000  # exact-cover search nodes over the classes that involution pairs ...
+TURNED_COVER_NODES = 50_000  # exact-cover search nodes over the orbits of the classes under a turn ...
 TURNED_COVER_WORDS = 10**10  # ... or fewer where a node's bit sets are wider: a node scans each
 #   vertex's live options (about classes x vertices / 64 words; queen13_13's ~27,000 nodes, 2 s)
 CLIQUE_GAP = 2  # where local search stops at most this many colours above the clique ...
@@ -700,25 +702,30 @@ def exact_cover(sets: list[int], universe: int, nodes: int) -> list[int] | None:
 
 def turned_cover(classes: list[int], image: list[int], universe: int, nodes: int) -> list[int] | None:
     """Pairwise disjoint `classes` covering `universe` and mapped onto each other by the
-    automorphism `image` (`classes` closed under it, as the list of every transversal is; a
-    class whose image is not listed may come back as that image), or None (none, or more than
-    `nodes` search nodes): the exact cover of the vertices by the classes the automorphism
-    fixes and by the unions S + image(S) of disjoint pairs, about half as many options of twice
-    the size, so the search is much shallower. queen13_13's linear colouring ((2 row + column)
-    mod 13) is such a cover under the half turn; Algorithm X finds one among 22,532 options in
-    ~27,000 nodes, where over all 73,712 solutions it finds none in millions."""
+    automorphism `image` (`classes` closed under it, as the list of every transversal is), or
+    None (none, or more than `nodes` search nodes): the exact cover of the vertices by the
+    unions of the classes' orbits under it whose members are pairwise disjoint (a class it
+    fixes, a pair it swaps, four it turns round), fewer options of more vertices each, so the
+    search is much shallower. queen13_13's linear colourings are such covers: (2 row + column)
+    mod 13 under the half turn, found among 22,532 options in ~27,000 nodes where over all 73,712
+    solutions Algorithm X finds none in millions, and (5 row + column) mod 13 under the quarter
+    turn (5 x 5 = -1 mod 13), found among 3,432 options in under 1,000 nodes."""
     def turned(mask: int) -> int:
         return sum(1 << image[v] for v in _members(mask))
 
-    options, halves, seen = [], [], set()
+    options, orbits, seen = [], [], set()
     for mask in classes:
-        other = turned(mask)
-        if other == mask or (not other & mask and mask | other not in seen):
-            seen.add(mask | other)
-            options.append(mask | other)
-            halves.append([mask] if other == mask else [mask, other])
+        orbit, union, other = [mask], mask, turned(mask)
+        while other != mask and not other & union:
+            orbit.append(other)
+            union |= other
+            other = turned(other)
+        if other == mask and union not in seen:  # closed, its members pairwise disjoint
+            seen.add(union)
+            options.append(union)
+            orbits.append(orbit)
     picked = exact_cover(options, universe, nodes)
-    return None if picked is None else [half for i in picked for half in halves[i]]
+    return None if picked is None else [member for i in picked for member in orbits[i]]
 
 
 def mirrored_colouring(n: int, edges: np.ndarray, k: int, group: list[np.ndarray]) -> np.ndarray | None:
@@ -732,11 +739,12 @@ def mirrored_colouring(n: int, edges: np.ndarray, k: int, group: list[np.ndarray
     12-colourings and used symmetries in an exact, incomplete tree search (no public code); this
     is local search on the symmetric board instead. It takes 0.1-0.3 CPU s on queen16_16, where the
     stages before end at 18; queen20_20 (22) and queen24_24 need more moves than it gets on most
-    seeds (docs/datasets.md). No n-colouring of a queen board with n = 14, 15, 18 or 22 has both
-    mirrors: its classes are n queens each, one a row, so no mirror maps a class onto itself
-    (yet on an odd board a mirror fixes the middle column's cells, hence their classes), nor
-    does the half turn for n = 2 or 3 mod 4 (no n-queens solution is its own half turn), which
-    leaves the classes in fours."""
+    seeds (docs/datasets.md). The colours come in fours, so k is a multiple of 4: a queen
+    board's classes are n queens each, one a row, so no mirror maps a class onto itself (hence
+    no n-colouring of an odd board has a mirror: it fixes the middle column's cells, hence their
+    classes); only the half turn may, and where it fixes none the classes go in fours. On
+    queen14_14 some do (420 of the 365,596 solutions are their own half turn), and the exact
+    cover by the orbits of pairs and fours (42,822 options) finds none within 1 million nodes."""
     pair = symmetry.free_klein(group) if k >= 4 and k % 4 == 0 else None
     if pair is None:
         return None
@@ -767,13 +775,13 @@ def clique_cover_colouring(masks: list[int], k: int, group: list[np.ndarray]) ->
     """A k-colouring (colours 0..k-1) of a graph whose vertices split into k-cliques, or None.
     Each clique then holds every colour once, so a colour class is an independent set with one
     vertex per clique, and a k-colouring is an exact cover of the vertices by k such sets:
-    listed, then covered by Algorithm X, each within a node budget; where that finds none and
-    `group` holds an involution, a cover that the one fixing the fewest vertices (an odd board's
-    half turn) maps onto itself (`turned_cover`), with larger budgets. The n x n queen graph (n
-    coprime to 6) is the case in point: its n-colourings are n disjoint n-queens solutions,
-    which local search does not find (queen11_11: 6-9 conflicts left by TabuCol, PartialCol and
-    HEA) and this finds: queen11_11 in ~150 cover steps, queen13_13 by the half turn (module
-    docstring)."""
+    listed, then covered by Algorithm X, each within a node budget; where that finds none, a
+    cover that an automorphism of `group` maps onto itself (`turned_cover`), with larger budgets:
+    of order 4 (a square board's quarter turn), then of order 2 (an odd board's half turn), each
+    the one fixing the fewest vertices. The n x n queen graph (n coprime to 6) is the case in
+    point: its n-colourings are n disjoint n-queens solutions, which local search does not find
+    (queen11_11: 6-9 conflicts left by TabuCol, PartialCol and HEA) and this finds: queen11_11 in
+    ~150 cover steps, queen13_13 by the quarter turn (module docstring)."""
     n = len(masks)
     if k < 2 or n % k:
         return None
@@ -785,13 +793,14 @@ def clique_cover_colouring(masks: list[int], k: int, group: list[np.ndarray]) ->
     classes = transversals(parts, masks, TRANSVERSAL_NODES)
     picked = None if classes is None else exact_cover(classes, everything, COVER_NODES)
     chosen = None if picked is None else [classes[i] for i in picked]
-    if chosen is None and (turn := symmetry.involution(group)) is not None:
-        image = turn.tolist()
-        if classes is None:
+    if chosen is None:  # a cover that a quarter turn, else an involution, maps onto itself
+        turns = [turn for turn in (symmetry.quarter_turn(group), symmetry.involution(group)) if turn is not None]
+        if turns and classes is None:
             classes = transversals(parts, masks, TURNED_TRANSVERSAL_NODES)
-        if classes is not None and len(classes) <= TURNED_MAX_CLASSES:
+        if turns and classes is not None and len(classes) <= TURNED_MAX_CLASSES:
             nodes = min(TURNED_COVER_NODES, TURNED_COVER_WORDS // (len(classes) * n // 64 + 1))
-            chosen = turned_cover(classes, image, everything, nodes)
+            for turn in turns:
+                chosen = chosen or turned_cover(classes, turn.tolist(), everything, nodes)
     if chosen is None:
         return None
     colouring = np.empty(n, dtype=np.int64)

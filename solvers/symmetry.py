@@ -132,8 +132,26 @@ def involution(group: list[np.ndarray]) -> np.ndarray | None:
     """The involution of `group` that fixes the fewest vertices (the first such), or None: an odd
     board's half turn, which fixes only its centre (on an even board a mirror or the half turn,
     none of which fixes a cell)."""
+    return _fewest_fixed(group, 2)
+
+
+def quarter_turn(group: list[np.ndarray]) -> np.ndarray | None:
+    """The automorphism of order 4 in `group` that fixes the fewest vertices (the first such), or
+    None: a square board's quarter turn."""
+    return _fewest_fixed(group, 4)
+
+
+def _fewest_fixed(group: list[np.ndarray], order: int) -> np.ndarray | None:
+    """The element of `group` of exactly `order` fixing the fewest vertices, or None."""
     if not group:
         return None
     everyone = np.arange(len(group[0]))
-    involutions = [g for g in group if (g[g] == everyone).all()]
-    return min(involutions, key=lambda g: int((g == everyone).sum()), default=None)
+
+    def order_of(g: np.ndarray) -> int:
+        power, k = g, 1
+        while not (power == everyone).all() and k <= order:
+            power, k = g[power], k + 1
+        return k
+
+    of_order = [g for g in group if order_of(g) == order]
+    return min(of_order, key=lambda g: int((g == everyone).sum()), default=None)

@@ -37,7 +37,7 @@ def test_the_classic_set_covers_every_task_with_an_instance_file():
 def test_the_classic_set_holds_the_hard_published_families():
     """Beyond the textbook graphs: DIMACS's brock and gen clique families (and a complement as
     vertex cover), Leighton colouring graphs (le450_15c: 21 colours from DSATUR + TabuCol alone),
-    queen13_13 (14 colours from local search: 13 needs the exact cover its half turn maps onto itself),
+    queen13_13 (14 colours from local search: 13 needs the exact cover a turn of the board maps onto itself),
     OR-Library set cover read with unit costs (scp44/scp48: one above the best known from the
     swap search alone) and CLR instances, Steiner triple covering at 243 points, TSPLIB at 150
     cities, Pisinger's large instances."""
