@@ -94,12 +94,12 @@ share: 29 and 13), le450_25c/d 26 at 32-39 s (stage 4 on le450_25c, which ended 
 without it; 25 is out of reach here:
 docs/datasets.md), queen11_11 11 (1 s: local search 12, then the exact cover; renumbered at
 random, 1.4-3 s on 8 labellings of 8, `covering_partition` and the larger cover budgets),
-queen13_13 13 (10-11 s, on its own numbering and on 8 random ones: local search 14; over all
+queen13_13 13 (9.5-11 s, on its own numbering and on 8 random ones: local search 14; over all
 73,712 13-queens solutions neither Algorithm X in millions of nodes, a cover search for 360,000
 steps nor CP-SAT in 418 deterministic seconds made 13, nor CP-SAT on the colouring with each
 13-clique all different in 60; the cover that the quarter turn maps onto itself takes under 1,000
 nodes, `turned_cover`, where the half turn's took ~27,000 on the file's numbering and more than
-its 50,000 on 4 random numberings of 7). Stage
+its 50,000 on 5 random numberings of 7). Stage
 2's and HEA's PartialCol moves are numpy still (the uncoloured set is a Python set whose order
 the moves follow, so a compiled copy would not make the same moves, and the generated
 references would change); stage 5 is compiled from the start.
@@ -702,8 +702,9 @@ def exact_cover(sets: list[int], universe: int, nodes: int) -> list[int] | None:
 
 def turned_cover(classes: list[int], image: list[int], universe: int, nodes: int) -> list[int] | None:
     """Pairwise disjoint `classes` covering `universe` and mapped onto each other by the
-    automorphism `image` (`classes` closed under it, as the list of every transversal is), or
-    None (none, or more than `nodes` search nodes): the exact cover of the vertices by the
+    automorphism `image` (`classes` closed under it, as the list of every transversal is; a
+    class whose image is not listed may come back as that image), or None (none, or more than
+    `nodes` search nodes): the exact cover of the vertices by the
     unions of the classes' orbits under it whose members are pairwise disjoint (a class it
     fixes, a pair it swaps, four it turns round), fewer options of more vertices each, so the
     search is much shallower. queen13_13's linear colourings are such covers: (2 row + column)
@@ -739,12 +740,13 @@ def mirrored_colouring(n: int, edges: np.ndarray, k: int, group: list[np.ndarray
     12-colourings and used symmetries in an exact, incomplete tree search (no public code); this
     is local search on the symmetric board instead. It takes 0.1-0.3 CPU s on queen16_16, where the
     stages before end at 18; queen20_20 (22) and queen24_24 need more moves than it gets on most
-    seeds (docs/datasets.md). The colours come in fours, so k is a multiple of 4: a queen
-    board's classes are n queens each, one a row, so no mirror maps a class onto itself (hence
-    no n-colouring of an odd board has a mirror: it fixes the middle column's cells, hence their
-    classes); only the half turn may, and where it fixes none the classes go in fours. On
-    queen14_14 some do (420 of the 365,596 solutions are their own half turn), and the exact
-    cover by the orbits of pairs and fours (42,822 options) finds none within 1 million nodes."""
+    seeds (docs/datasets.md). It finds only colourings whose classes all go in fours (k a
+    multiple of 4). A queen board's classes are n queens each, one a row, so no mirror maps a
+    class onto itself (hence no n-colouring of an odd board has a mirror: it fixes the middle
+    column's cells, hence their classes); the half turn may, and then the mirrors pair its
+    classes. On queen14_14 some do (420 of the 365,596 solutions are their own half turn), and
+    the exact cover by the orbits of pairs and fours (42,822 options) finds none within 1 million
+    nodes."""
     pair = symmetry.free_klein(group) if k >= 4 and k % 4 == 0 else None
     if pair is None:
         return None
