@@ -702,15 +702,15 @@ def exact_cover(sets: list[int], universe: int, nodes: int) -> list[int] | None:
 
 def turned_cover(classes: list[int], image: list[int], universe: int, nodes: int) -> list[int] | None:
     """Pairwise disjoint `classes` covering `universe` and mapped onto each other by the
-    automorphism `image` (`classes` closed under it, as the list of every transversal is; a
-    class whose image is not listed may come back as that image), or None (none, or more than
-    `nodes` search nodes): the exact cover of the vertices by the
-    unions of the classes' orbits under it whose members are pairwise disjoint (a class it
-    fixes, a pair it swaps, four it turns round), fewer options of more vertices each, so the
-    search is much shallower. queen13_13's linear colourings are such covers: (2 row + column)
-    mod 13 under the half turn, found among 22,532 options in ~27,000 nodes where over all 73,712
-    solutions Algorithm X finds none in millions, and (5 row + column) mod 13 under the quarter
-    turn (5 x 5 = -1 mod 13), found among 3,432 options in under 1,000 nodes."""
+    automorphism `image` (`classes` closed under it, as the list of every transversal is; a class
+    whose image is not listed may come back as that image), or None (none, or more than `nodes`
+    search nodes): the exact cover of the vertices by the unions of the classes' orbits under it
+    whose members are pairwise disjoint (a class it fixes, a pair it swaps, four it turns round),
+    fewer options of more vertices each, so the search is much shallower. queen13_13's linear
+    colourings are such covers: (2 row + column) mod 13 under the half turn, found among 22,532
+    options in ~27,000 nodes where over all 73,712 solutions Algorithm X finds none in millions, and
+    (5 row + column) mod 13 under the quarter turn (5 x 5 = -1 mod 13), found among 3,432 options in
+    under 1,000 nodes."""
     def turned(mask: int) -> int:
         return sum(1 << image[v] for v in _members(mask))
 

@@ -142,7 +142,7 @@ def quarter_turn(group: list[np.ndarray]) -> np.ndarray | None:
 
 
 def _fewest_fixed(group: list[np.ndarray], order: int) -> np.ndarray | None:
-    """The element of `group` of exactly `order` fixing the fewest vertices, or None."""
+    """The element of `group` whose order is exactly `order` fixing the fewest vertices, or None."""
     if not group:
         return None
     everyone = np.arange(len(group[0]))
