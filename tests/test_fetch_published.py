@@ -4,21 +4,13 @@ and solution line; what mmnp then reads is the published instance."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
 
+import benchmark_scripts
+
 from mmnp.importers import read_file
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("fetch_published", ROOT / "benchmarks" / "fetch_published.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _repo(path: Path, files: dict[str, str]) -> str:
@@ -35,7 +27,7 @@ def _repo(path: Path, files: dict[str, str]) -> str:
 
 
 def test_copies_are_turned_back_into_the_published_files(tmp_path, monkeypatch):
-    script = _script()
+    script = benchmark_scripts.load("fetch_published")
     clones = tmp_path / "clones"
     graph = "p edge 4 3\nn 1 2\nn 2 3\ne 1 2\nn 3 4\ne 2 3\ne 3 4\nn 4 5\n"
     dimacs = _repo(clones / "o+dimacs", {"DIMACS/weighted/g4.clq": graph})
@@ -57,7 +49,7 @@ def test_copies_are_turned_back_into_the_published_files(tmp_path, monkeypatch):
 
 
 def test_a_listed_file_no_source_holds_fails_the_run(tmp_path, monkeypatch, capsys):
-    script = _script()
+    script = benchmark_scripts.load("fetch_published")
     clones = tmp_path / "clones"
     commit = _repo(clones / "o+dimacs", {"DIMACS/weighted/g4.clq": "p edge 2 1\ne 1 2\n"})
     listed = tmp_path / "published.json"
