@@ -15,7 +15,8 @@ A task is three modules with its name, `generators/<name>.py`, `verifiers/<name>
 Everything else about the task is declared in those modules (`mmnp.task` lists what). A task loads
 on first use: `get_task("tsp")` imports tsp's three modules and reads no installed metadata; a
 plug-in that cannot be imported, or lacks what a task needs, raises `PluginError` (one line
-naming it) on its own use and is left out of `list_tasks()`, which says so once on stderr.
+naming it) on its own use and is left out of `list_tasks()`, which says so once on stderr, as it
+says why an entry point is not offered at all (a name clash: `Registry.problems`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ UnknownTaskError = UnknownPluginError  # a task name that nothing registers (a U
 
 _TABLE: dict[str, Any] = {name: "mmnp" for name in BUILTIN}  # name -> package root (or a Task), by reference
 _BOUND: dict[tuple[str, str], Task] = {}  # (name, package root) -> its Task, bound once
-_SKIPPED: set[str] = set()  # plug-ins list_tasks left out (each said once)
+_SAID: set[str] = set()  # the lines list_tasks wrote on stderr (each said once)
 
 
 def bind(name: str, root: ModuleType | Task) -> Task:
@@ -90,7 +91,10 @@ def get_task(name: str) -> Task:
 
 def list_tasks() -> list[Task]:
     """Every task that loads, in registry order; a plug-in that does not is left out, with one
-    line on stderr naming it (its own use fails with the same line)."""
+    line on stderr naming it (its own use fails with the same line), and so is each entry point
+    that is not offered (a clash with a built-in or between two distributions)."""
+    for problem in TASKS.problems():
+        _say_once(f"mmnp: not offered: {problem}")
     out = []
     for name in task_names():
         try:
@@ -98,10 +102,14 @@ def list_tasks() -> list[Task]:
         except PluginError as e:
             if name in BUILTIN:
                 raise
-            if name not in _SKIPPED:
-                _SKIPPED.add(name)
-                print(f"mmnp: left out: {e}", file=sys.stderr)
+            _say_once(f"mmnp: left out: {e}")
     return out
+
+
+def _say_once(line: str) -> None:
+    if line not in _SAID:
+        _SAID.add(line)
+        print(line, file=sys.stderr)
 
 
 def resolve_tasks(spec: str | list[str]) -> list[Task]:

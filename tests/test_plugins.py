@@ -101,6 +101,23 @@ def test_clashes_are_reported_and_never_silently_resolved(tmp_path, monkeypatch)
     assert isinstance(caught.value, (UsageError, KeyError))
 
 
+def test_a_task_or_reward_shadowed_by_a_built_in_is_reported_where_it_would_be_listed(tmp_path, monkeypatch,
+                                                                                     capsys):
+    """`mmnp tasks` and `--reward`'s help list what loads; a plug-in named like a built-in is never
+    chosen, and the listing says why it is missing instead of dropping it in silence."""
+    from mmnp.registry import list_tasks
+    from mmnp.trainers.rewards import describe_rewards
+
+    monkeypatch.syspath_prepend(str(write_distribution(tmp_path / "site", "mmnp-shadowing", "2.0", {}, {
+        "mmnp.tasks": {"tsp": "json"}, "mmnp.rewards": {"quality": "json:loads"}})))
+    assert [task.name for task in list_tasks()][0] == "tsp"
+    said = capsys.readouterr().err
+    assert "not offered: task 'tsp' (plug-in mmnp-shadowing 2.0" in said and "mmnp's own task 'tsp'" in said
+    list_tasks()
+    assert capsys.readouterr().err == ""  # said once a process
+    assert "not offered: reward 'quality' (plug-in mmnp-shadowing 2.0" in describe_rewards()
+
+
 def test_registration_in_code_is_seen_at_once():
     table = {"a": "json:dumps"}
     registry = Registry("mmnp.rewards", table, kind="reward")

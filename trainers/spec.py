@@ -107,7 +107,8 @@ class TrainSpec(CurriculumSpec):
             raise UsageError(f"--temperature {self.temperature}: must be positive")
         if not self.model:
             raise UsageError("--model is required (a local path or hub id; `mmnp tiny-model` makes a local one)")
-        own = {f.name for f in own_options(self.algo)}  # an unknown --algo: the line listing the choices
+        fields = own_options(self.algo)  # an unknown --algo: the line listing the choices
+        own = {f.name for f in fields}
         get_reward(self.reward)
         if self.modality not in ("text", "image"):
             raise UsageError(f"--modality {self.modality!r}: choose text or image")
@@ -115,8 +116,9 @@ class TrainSpec(CurriculumSpec):
         if foreign:
             raise UsageError(f"--{foreign[0].replace('_', '-')} is not a setting of --algo {self.algo} "
                              f"(its own: {', '.join(sorted(own)) or 'none'})")
-        if self.algo == "disa" and not self.options.get("logz"):
-            raise UsageError("--algo disa needs --logz DIR from `mmnp disa fit`")
+        for f in fields:  # a setting the algorithm cannot run without declares what it takes (DISA's --logz)
+            if "required" in f.metadata and not self.options.get(f.name):
+                raise UsageError(f"--algo {self.algo} needs --{f.name.replace('_', '-')} {f.metadata['required']}")
         if curriculum_spec(self) is not None and self.data is not None:
             raise UsageError("--curriculum generates its instances level by level; drop --data")
         if self.loss_type not in LOSS_TYPES:

@@ -34,7 +34,8 @@ def disa_loss(anchor: torch.Tensor, logp: torch.Tensor, logp_ref: torch.Tensor, 
 @dataclass
 class DISAConfig(GRPOConfig):
     logz: str | None = field(default=None, metadata={
-        "help": "DISA: the folder of `mmnp disa estimate` and `fit` (beta, reward and log-likelihood come from it)."})
+        "help": "DISA: the folder of `mmnp disa estimate` and `fit` (beta, reward and log-likelihood come from it).",
+        "required": "DIR from `mmnp disa fit`"})
     disa_w_max: float = field(default=10.0, metadata={"help": "DISA: clip of the importance weight w_i."})
 
     def __post_init__(self):

@@ -198,13 +198,14 @@ def get_reward(name: str, where: str = "--reward") -> Callable[..., list[float]]
 
 
 def describe_rewards() -> str:
-    """One clause per reward for help texts: a built-in's docstring, a plug-in's origin (not imported)."""
+    """One clause per reward for help texts: a built-in's docstring, a plug-in's origin (not imported),
+    and why an entry point is not offered (a name clash)."""
     clauses = []
     for name, entry in REGISTRY.entries().items():
         doc = getattr(entry.target, "__doc__", None) if not isinstance(entry.target, str) else None
         what = doc.strip().splitlines()[0].rstrip(".") if doc else entry.origin
         clauses.append(f"{name} ({what[:1].lower() + what[1:]})")
-    return "; ".join(clauses)
+    return "; ".join(clauses + [f"not offered: {problem}" for problem in REGISTRY.problems()])
 
 
 __all__ = ["COLUMN", "REGISTRY", "REWARDS", "VERDICT_COLUMNS", "describe_rewards", "feasible_reward", "get_reward",
