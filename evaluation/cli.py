@@ -299,8 +299,10 @@ def leaderboard(
                                                  "UNVERIFIED, with the numbers the samples earn."),
     stderr: bool = typer.Option(False, "--stderr", help="Show standard errors (md/csv: 52.3 ± 4.1)."),
 ) -> None:
-    """The NP-Bench leaderboard (category SR/QR, Overall, macro over tasks) plus pass@k and diversity, one table
-    per dataset and protocol; every run's numbers recomputed from its samples."""
+    """The leaderboard: SR/QR, pass@k and diversity per dataset and protocol, recomputed from samples.
+
+    The NP-Bench layout (category SR/QR, Overall, macro over tasks) plus pass@k and diversity, one
+    table per dataset and protocol; every run's numbers recomputed from its samples."""
     from mmnp.evaluation.leaderboard import make_leaderboard
 
     text = make_leaderboard(paths, format, out, modality, browser_samples, mix_datasets, include_incomplete,

@@ -15,13 +15,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from mmnp import cli_data, clikit
-from mmnp.clikit import console, out_console, progress_bar, split_list, user_errors
+from mmnp.clikit import console, out_console, print_written, progress_bar, split_list, user_errors
 from mmnp.errors import DataError, UsageError
+from mmnp.render import DEFAULT_SIZE
+from mmnp.task import DEFAULT_TIME_LIMIT, TIME_LIMIT_HELP
 from mmnp.evaluation import cli as evaluation_cli
 from mmnp.trainers import cli as trainers_cli
 
 if TYPE_CHECKING:
     from mmnp.dataset import GenerateSpec
+
+DEFAULT_DIFFICULTIES = "easy,medium,hard"  # what a bare `mmnp generate` makes, with every task ...
+DEFAULT_COUNT = 10  # ... this many of each
 
 app = typer.Typer(help="MM-NP-Bench: generate, verify, evaluate and train on NP-hard optimisation tasks.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -63,11 +68,12 @@ class Rate:
 @user_errors
 def generate(
     out: Path = typer.Option(..., "--out", "-o", help="Output folder."),
-    tasks: Optional[str] = typer.Option(None, help="Comma-separated task names, or 'all'. [default: all]"),
-    difficulty: Optional[str] = typer.Option(None, help="Comma-separated difficulties. [default: easy,medium,hard]"),
+    tasks: Optional[str] = typer.Option(None, help="Comma-separated task names, or 'all'.", show_default="all"),
+    difficulty: Optional[str] = typer.Option(None, help="Comma-separated difficulties.",
+                                             show_default=DEFAULT_DIFFICULTIES),
     levels: Optional[str] = typer.Option(None, help="Ladder levels, e.g. 1-10 or 2,5,9 (easy=2 ... bench=5)."),
-    count: Optional[int] = typer.Option(None, help="Instances per task and difficulty. [default: 10]"),
-    seed: Optional[int] = typer.Option(None, help="Base seed. [default: 0]"),
+    count: Optional[int] = typer.Option(None, help="Instances per task and difficulty.", show_default=str(DEFAULT_COUNT)),
+    seed: Optional[int] = typer.Option(None, help="Base seed.", show_default="0"),
     preset: Optional[str] = typer.Option(None, help="A canonical release, e.g. mm-np-bench-v2 (fixes tasks, "
                                                     "difficulties, count, seed, image size and time limit)."),
     param: List[str] = typer.Option([], help="Generator parameter override KEY=VALUE (e.g. n=25, tsp.n=20-30); "
@@ -77,9 +83,9 @@ def generate(
     images: bool = typer.Option(True, "--images/--no-images", help="Render PNG images."),
     optimal: bool = typer.Option(True, "--optimal/--no-optimal",
                                  help="Run the exact OR-Tools solver for best-known references."),
-    image_size: Optional[int] = typer.Option(None, help="Image width in pixels (the height follows the picture). [default: 768]"),
-    time_limit: Optional[float] = typer.Option(None, help="Exact solver's deterministic time limit per instance "
-                                                          "(CP-SAT work units, not wall-clock seconds). [default: 10]"),
+    image_size: Optional[int] = typer.Option(None, help="Image width in pixels (the height follows the picture).",
+                                             show_default=str(DEFAULT_SIZE)),
+    time_limit: Optional[float] = typer.Option(None, help=TIME_LIMIT_HELP, show_default=f"{DEFAULT_TIME_LIMIT:g}"),
     overwrite: bool = typer.Option(False, help="Replace a dataset in --out (only the files its manifest lists)."),
     shard: Optional[str] = typer.Option(None, "--shard", help="Make only part K of N (K/N, e.g. 3/8) into --out; "
                                                                "`mmnp merge` joins the N parts into the dataset."),
@@ -106,14 +112,14 @@ def generate(
     else:
         spec = GenerateSpec(
             tasks=tuple(t.name for t in resolve_tasks(tasks or "all")),
-            difficulties=tuple(dict.fromkeys(split_list(difficulty or ("" if levels else "easy,medium,hard"))
+            difficulties=tuple(dict.fromkeys(split_list(difficulty or ("" if levels else DEFAULT_DIFFICULTIES))
                                              + (parse_levels(levels) if levels else []))),
-            count=10 if count is None else count,
+            count=DEFAULT_COUNT if count is None else count,
             seed=0 if seed is None else seed,
             images=images,
             optimal=optimal,
-            image_size=768 if image_size is None else image_size,
-            time_limit=10.0 if time_limit is None else time_limit,
+            image_size=DEFAULT_SIZE if image_size is None else image_size,
+            time_limit=DEFAULT_TIME_LIMIT if time_limit is None else time_limit,
             params=parse_params(param),
         )
     if executor == "process":
@@ -124,7 +130,7 @@ def generate(
                       f"{escape(str(out))}; when all {part[1]} parts are done: mmnp merge PART_FOLDERS... --out DIR",
                       highlight=False)
         return
-    _print_written(manifest, out, preset)
+    print_written(manifest, out, preset)
 
 
 def _preset_spec(preset: str, clashes: list[str], images: bool, optimal: bool) -> GenerateSpec:
@@ -161,19 +167,6 @@ def _generate_with_progress(out: Path, spec: GenerateSpec, workers: int, overwri
                                 part=part, executor=executor, ray_address=ray_address)
 
 
-def _print_written(manifest: dict, out: Path, preset: str | None = None) -> None:
-    """What a finished dataset is: its hashes, and whether (and why not) it is a release."""
-    from mmnp.releases import release_note, release_of, why_not
-
-    bench, refs = manifest["benchmark_hash"], manifest["references_hash"]
-    console.print(f"[green]wrote[/] {manifest['total']} instances to {escape(str(out))}", highlight=False)
-    console.print(f"  benchmark hash  {bench}\n  references hash {refs}", highlight=False)
-    if name := release_of(bench, refs):
-        console.print(f"  release         {name}", highlight=False)
-    elif note := (why_not(preset, manifest) if preset else release_note(bench, refs)):
-        console.print(f"  [yellow]not {preset or 'a release'}: {escape(note)}[/]", highlight=False)
-
-
 @app.command()
 @user_errors
 def merge(
@@ -193,7 +186,7 @@ def merge(
             bar.console.print(f"[yellow]{escape(message)}[/]", highlight=False)
 
         manifest = merge_parts(out, parts, notify=notify, progress=report)
-    _print_written(manifest, out)
+    print_written(manifest, out)
 
 
 AUDIT_DIFFERS = 3  # `mmnp audit`'s exit status when an instance made again differs (DataError: 1, UsageError: 2)
@@ -203,8 +196,8 @@ AUDIT_DIFFERS = 3  # `mmnp audit`'s exit status when an instance made again diff
 @user_errors
 def audit(
     data: Path = typer.Argument(..., help="A dataset folder written by `mmnp generate` or `mmnp merge`."),
-    sample: Optional[int] = typer.Option(None, help="Instances to make again, chosen at random by --seed "
-                                                    "[default: every one]."),
+    sample: Optional[int] = typer.Option(None, help="Instances to make again, chosen at random by --seed.",
+                                         show_default="every one"),
     seed: int = typer.Option(0, help="Which instances --sample chooses."),
     workers: int = typer.Option(0, help="Worker processes; 0 = all cores."),
 ) -> None:
@@ -354,7 +347,8 @@ def verify(
 def show(
     data: Path = typer.Option(..., help="Dataset folder written by `mmnp generate`."),
     id: str = typer.Option(..., "--id", help="Instance id."),
-    out: Path = typer.Option(..., "--out", "-o", help="PNG file to write."),
+    out: Path = typer.Option(..., "--out", "-o", help="Picture file to write: .png, or another format Pillow writes "
+                                                      "by its suffix (.jpg, .webp, ...)."),
     answer: Optional[str] = typer.Option(None, help="An answer to draw over the instance."),
     answer_file: Optional[Path] = typer.Option(None, help="Read the answer from a file ('-' for stdin)."),
     size: int = typer.Option(768, help="Image width in pixels (the height follows the picture)."),
@@ -367,10 +361,33 @@ def show(
 
     check_image_size(size, "--size")
     check_out_file(out, f"{id}.png")
+    kind = _picture_format(out)
     inst = find_instance(data, id, allow_modified=allow_modified)
     png = draw(inst, size, _answer_text(answer, answer_file), edited=allow_modified, source=data)
-    atomic_write(out, png)
+    atomic_write(out, png if kind == "PNG" else _converted(png, kind))
     console.print(f"[green]wrote[/] {out}")
+
+
+def _picture_format(out: Path) -> str:
+    """Pillow's format for `out`'s suffix (a file named .jpg holds a JPEG, not PNG bytes)."""
+    from PIL import Image
+
+    kind = Image.registered_extensions().get(out.suffix.lower())
+    if kind is None or kind not in Image.SAVE:
+        raise UsageError(f"--out {out}: Pillow writes no picture format named by {out.suffix or 'no suffix'!r}; "
+                         "end the name in .png (or .jpg, .webp)")
+    return kind
+
+
+def _converted(png: bytes, kind: str) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    image = Image.open(io.BytesIO(png))
+    (image.convert("RGB") if kind == "JPEG" else image).save(buffer, format=kind)
+    return buffer.getvalue()
 
 
 app.add_typer(cli_data.app)

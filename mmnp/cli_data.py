@@ -11,8 +11,8 @@ import typer
 from rich.markup import escape
 
 from mmnp import export, importers
-from mmnp.clikit import console, out_console, user_errors
-from mmnp.task import DEFAULT_TIME_LIMIT
+from mmnp.clikit import console, out_console, print_written, progress_bar, user_errors
+from mmnp.task import DEFAULT_TIME_LIMIT, TIME_LIMIT_HELP
 
 app = typer.Typer()
 
@@ -35,18 +35,24 @@ def import_command(
     images: Annotated[bool, typer.Option(help="render pictures")] = True,
     optimal: Annotated[bool, typer.Option(help="run the exact solver too")] = True,
     image_size: Annotated[int, typer.Option(help="picture size in pixels")] = 768,
-    time_limit: Annotated[float, typer.Option(help="deterministic CP-SAT seconds per instance")] = DEFAULT_TIME_LIMIT,
+    time_limit: Annotated[float, typer.Option(help=TIME_LIMIT_HELP)] = DEFAULT_TIME_LIMIT,
     relabel: Annotated[Optional[int], typer.Option(
         metavar="SEED", help="DIMACS: renumber the vertices by a permutation drawn from SEED (a file's numbering can "
                              "give the answer away: Leighton's le450 graphs are coloured by vertex mod k)")] = None,
 ) -> None:
     """Import published instances (TSPLIB, DIMACS, OR-Library, or the shipped classic set) as a dataset."""
-    manifest = importers.import_files(fmt, files or [], out, task, complement, optima, images, optimal, image_size,
-                                      time_limit, relabel, notice=lambda line: console.print(
-                                          f"[yellow]warning:[/] {escape(line)}", highlight=False))
-    counts = ", ".join(f"{t}: {sum(c.values())}" for t, c in manifest["counts"].items())
-    console.print(f"imported {manifest['total']} instance(s) into {out} ({counts})")
-    out_console.print(manifest["benchmark_hash"])
+    with progress_bar() as bar:
+        job = bar.add_task("importing", total=None, rate="")
+        try:
+            manifest = importers.import_files(
+                fmt, files or [], out, task, complement, optima, images, optimal, image_size, time_limit, relabel,
+                notice=lambda line: bar.console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False),
+                progress=lambda done, total: bar.update(job, completed=done, total=total))
+        except BaseException:
+            bar.live.transient = True  # a refused file or instance is one line, with no bar above it
+            raise
+    print_written(manifest, out)
+    console.print("  " + ", ".join(f"{t}: {sum(c.values())}" for t, c in manifest["counts"].items()), highlight=False)
 
 
 @app.command("export")

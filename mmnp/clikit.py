@@ -7,6 +7,7 @@ Each layer owns its commands (`mmnp/cli.py`: data; `evaluation/cli.py`: eval and
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any, Callable
 
 import typer
@@ -93,3 +94,16 @@ def option_value(args: list[str], flag: str) -> str | None:
         elif arg.startswith(flag + "="):
             value = arg[len(flag) + 1:]
     return value
+
+
+def print_written(manifest: dict, out: Path, preset: str | None = None) -> None:
+    """What a finished dataset is: its hashes, and whether (and why not) it is a release."""
+    from mmnp.releases import release_note, release_of, why_not
+
+    bench, refs = manifest["benchmark_hash"], manifest["references_hash"]
+    console.print(f"[green]wrote[/] {manifest['total']} instances to {escape(str(out))}", highlight=False)
+    console.print(f"  benchmark hash  {bench}\n  references hash {refs}", highlight=False)
+    if name := release_of(bench, refs):
+        console.print(f"  release         {name}", highlight=False)
+    elif note := (why_not(preset, manifest) if preset else release_note(bench, refs)):
+        console.print(f"  [yellow]not {preset or 'a release'}: {escape(note)}[/]", highlight=False)

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Iterator
 from mmnp.core import Instance, content_hash
 from mmnp.dataset import open_dataset
 from mmnp.errors import DataError, RunError, UsageError
+from mmnp.extras import require_extra
 from mmnp.files import check_new_folder, write_whole_folder
 from mmnp.integrity import NO_IMAGE, Digest, check_content, digest_line, image_name, record_line, validate_manifest
 from mmnp.registry import get_task
@@ -169,6 +170,7 @@ def export_dataset(data: str | Path, out: str | Path, format: str = "hf", split_
         raise UsageError(f"--split-by {split_by!r}: choose one of {', '.join(SPLIT_BY)}")
     options = ExportOptions(**given, **({"notice": notice} if notice else {}))
     FORMATS[format].check(options)
+    require_extra("hf", f"--format {format}")
     data, out = Path(data), Path(out)
     check_new_folder(out)
     dataset = open_dataset(data)
@@ -585,10 +587,7 @@ def load_export(path: str | Path) -> Export:
     each row rebuilds its record line, whose digests, ids and shards, and the pictures' bytes,
     must be those the embedded source manifest lists, and derive its hashes. A picture drawn at
     export (a `--no-images` dataset: no digest lists it) is checked by `Export.image`, when asked for."""
-    try:
-        import pyarrow.parquet  # noqa: F401  (read in `_read_parquet`: checked before any download)
-    except ImportError:
-        raise UsageError(f"reading the export {path} needs the hf extra: pip install 'mmnp[hf]'") from None
+    require_extra("hf", f"reading the export {path}")  # before any download
 
     text = str(path)
     path = _download(text.split(":", 1)[1].lstrip("/")) if text.startswith(("hf://", "hf:/")) else Path(text)
@@ -714,10 +713,9 @@ def _card_meta(folder: Path) -> dict | None:
 
 def _download(repo: str) -> Path:
     """A Hub dataset `owner/name`, downloaded (parquet files and card only) to the local cache."""
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        raise UsageError(f"reading the Hub dataset {repo} needs the hf extra: pip install 'mmnp[hf]'") from None
+    require_extra("hf", f"reading the Hub dataset {repo}")
+    from huggingface_hub import snapshot_download
+
     try:
         return Path(snapshot_download(repo, repo_type="dataset", allow_patterns=["*.parquet", "README.md"]))
     except Exception as e:  # offline, unknown repo, no access: the library's message says which

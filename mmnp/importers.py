@@ -218,10 +218,14 @@ def _tsplib_nodes(lines: list[str], i: int, declared: int | None, where: str,
 
 def read_dimacs(text: str, where: str, complement: bool = False) -> tuple[int, list[list[int]]]:
     """A DIMACS graph (.col/.clq: `p edge n m`, `e u v`) -> (n, edges), edges normalised:
-    0-based, smaller id first, no loops or repeats, sorted. `complement`: the complement graph
-    (a clique file's maximum clique is its complement's largest independent set). At most
-    MAX_VERTICES vertices and MAX_EDGES edges, the complement's included."""
+    0-based, smaller id first, no repeats, sorted. `complement`: the complement graph (a clique
+    file's maximum clique is its complement's largest independent set). At most MAX_VERTICES
+    vertices and MAX_EDGES distinct edges, the complement's included. A loop is refused (it would
+    change the problem: no colouring, a vertex forced into every cover), and so is an edge count
+    `m` that is neither the file's 'e' lines nor its distinct edges once or twice (Johnson's DSJC
+    files count each edge twice): a file cut short would otherwise import as another graph."""
     n, edges, last = None, set(), 0
+    declared, listed, header = None, 0, ""
     for j, parts in _lines(text):
         last = j
         if not parts or parts[0] == "c":
@@ -234,9 +238,8 @@ def read_dimacs(text: str, where: str, complement: bool = False) -> tuple[int, l
                 raise DataError(f"{at}: expected 'p edge N M'")
             n = _bounded(_int(parts[2], at, "vertex count"), 2, MAX_VERTICES, at, "vertex count",
                          "a graph task needs 2 vertices or more")
-            if len(parts) > 3:
-                _bounded(_int(parts[3], at, "edge count"), 0, MAX_EDGES, at, "edge count",
-                         "correct the 'p' line")
+            if len(parts) > 3:  # checked against the edges read (which MAX_EDGES bounds) at the end
+                declared, header = _int(parts[3], at, "edge count"), at
         elif parts[0] == "e":
             if n is None:
                 raise DataError(f"{at}: an edge before the 'p edge N M' line")
@@ -245,15 +248,21 @@ def read_dimacs(text: str, where: str, complement: bool = False) -> tuple[int, l
             u, v = _int(parts[1], at, "vertex"), _int(parts[2], at, "vertex")
             if not (1 <= u <= n and 1 <= v <= n):
                 raise DataError(f"{at}: edge ({u}, {v}) names a vertex outside 1..{n}")
-            if u != v:
-                edges.add((min(u, v) - 1, max(u, v) - 1))
-                if len(edges) > MAX_EDGES:
-                    raise DataError(f"{at}: more than {MAX_EDGES:,} edges, more than mmnp imports; a larger graph "
-                                    "would not fit a prompt")
+            if u == v:
+                raise DataError(f"{at}: edge ({u}, {v}) is a loop; mmnp's graph tasks take simple graphs (a loop "
+                                "leaves no colouring and forces its vertex into every cover): remove the line")
+            listed += 1
+            edges.add((min(u, v) - 1, max(u, v) - 1))
+            if len(edges) > MAX_EDGES:
+                raise DataError(f"{at}: more than {MAX_EDGES:,} edges, more than mmnp imports; a larger graph "
+                                "would not fit a prompt")
         elif parts[0] not in ("n", "x"):  # vertex weights and extensions carry nothing for mmnp
             raise DataError(f"{at}: unknown line {' '.join(parts)[:40]!r}; is this a DIMACS graph file?")
     if n is None:
         raise DataError(f"{where}:{last or 1}: no 'p edge N M' line before the end; is this a DIMACS graph file?")
+    if declared is not None and declared not in (listed, len(edges), 2 * len(edges)):
+        raise DataError(f"{header}: the 'p' line counts {declared:,} edges, the file lists {listed:,} ({len(edges):,} "
+                        "distinct); is it cut short? correct the 'p' line or use the whole file")
     if complement:
         count = n * (n - 1) // 2 - len(edges)
         if count > MAX_EDGES:
@@ -639,17 +648,21 @@ def _assemble(item: Published, index: int, shard: str, task: Task, heuristic: di
                     reference=reference)
 
 
-def import_dataset(out: str | Path, items: list[Published], spec: ImportSpec, shard: str) -> dict:
+def import_dataset(out: str | Path, items: list[Published], spec: ImportSpec, shard: str,
+                   progress: Callable[[int, int], None] | None = None) -> dict:
     """Write `items` as a dataset in `out` (which must be new or empty); returns its manifest.
     Every instance is built (and checked) before anything is written, and the folder appears
     whole or not at all (`write_whole_folder`): a refused instance or a kill leaves no
-    half-written dataset that every later import and reader would refuse."""
+    half-written dataset that every later import and reader would refuse. `progress(done, total)`
+    follows the instances built (the exact solves: minutes for the classic set)."""
     out = Path(out)
     check_new_folder(out)
     journal = out.absolute().parent / f".{out.name}.mmnp-import.jsonl"
     done = _read_journal(journal)
     by_task: dict[str, list[Instance]] = {}
-    for item in items:
+    for index, item in enumerate(items):
+        if progress is not None:
+            progress(index, len(items))
         built = by_task.setdefault(item.task, [])
         key = _item_key(item, len(built), shard, spec)
         inst = _resumed(done.get(key), item, len(built), shard, spec)
@@ -658,6 +671,8 @@ def import_dataset(out: str | Path, items: list[Published], spec: ImportSpec, sh
             with open(journal, "a", encoding="utf-8") as log:  # an interrupted import resumes from here
                 log.write(json.dumps({"key": key, "record": inst.to_record()}, separators=(",", ":")) + "\n")
         built.append(inst)
+    if progress is not None:
+        progress(len(items), len(items))
 
     def write(folder: Path) -> dict:
         for task, instances in by_task.items():
@@ -736,10 +751,12 @@ def _resumed(record: dict | None, item: Published, index: int, shard: str, spec:
 def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None, complement: bool = False,
                  optima: Path | None = None, images: bool = True, optimal: bool = True,
                  image_size: int = 768, time_limit: float = DEFAULT_TIME_LIMIT, relabel: int | None = None,
-                 notice: Callable[[str], None] | None = None) -> dict:
+                 notice: Callable[[str], None] | None = None, progress: Callable[[int, int], None] | None = None
+                 ) -> dict:
     """What `mmnp import` does: read, attach optima, renumber graphs' vertices (`relabel`: a seed),
     write the dataset; returns the manifest. `notice` takes a line for each colouring instance
-    whose vertex numbers already colour it (`numbering_colours`) when it is not renumbered."""
+    whose vertex numbers already colour it (`numbering_colours`) when it is not renumbered;
+    `progress(done, total)` follows the instances built."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     if relabel is not None and relabel < 0:
@@ -776,4 +793,4 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
         shard, names = "imported", [p.name for p in files]
     spec = ImportSpec(fmt, tuple(names), task, complement, images, optimal, check_image_size(image_size), time_limit,
                       relabel)
-    return import_dataset(out, items, spec, shard)
+    return import_dataset(out, items, spec, shard, progress)

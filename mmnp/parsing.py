@@ -332,7 +332,7 @@ def parse_int_list(text: Any, what: str) -> list[int]:
     out = []
     for x in value:
         if isinstance(x, list):
-            raise ParseError(f"expected a flat list of {what} ids, found a nested list")
+            raise ParseError(f"expected a flat list of {what} ids, found a nested list or a mapping ({{...}})")
         out.append(as_int(x, what))
     return out
 

@@ -30,6 +30,8 @@ from mmnp.parsing import ParseError
 from mmnp.render import DEFAULT_SIZE, GREEN, RED, WHITE, Canvas
 
 DEFAULT_TIME_LIMIT = 10.0  # deterministic seconds of CP-SAT work per instance
+TIME_LIMIT_HELP = ("Exact solver's deterministic time limit per instance (CP-SAT work units, not wall-clock seconds: "
+                   "the same references on any machine).")
 PICTURE_VERSION = 2  # 2: graph drawings with checked invariants, anti-aliased text, re-flowed tables
 
 

@@ -38,7 +38,14 @@ def test_generate_then_verify_and_show(tmp_path):
     result = runner.invoke(app, ["show", "--data", str(out), "--id", inst.id, "--answer-file", str(answer_file),
                                  "--out", str(png)])
     assert result.exit_code == 0, result.output
-    assert Image.open(io.BytesIO(png.read_bytes())).height > 768  # picture plus verdict banner
+    shown = Image.open(io.BytesIO(png.read_bytes()))
+    assert shown.format == "PNG" and shown.height > 768  # picture plus verdict banner
+    jpeg = tmp_path / "shown.jpg"  # the suffix names the format the file holds
+    assert runner.invoke(app, ["show", "--data", str(out), "--id", inst.id, "--out", str(jpeg)]).exit_code == 0
+    assert Image.open(io.BytesIO(jpeg.read_bytes())).format == "JPEG"
+    result = runner.invoke(app, ["show", "--data", str(out), "--id", inst.id, "--out", str(tmp_path / "shown.txt")])
+    assert result.exit_code == 2 and "Pillow writes no picture format named by '.txt'" in result.output
+    assert not (tmp_path / "shown.txt").exists()
 
 
 def test_generate_refuses_existing_output_and_bad_input(tmp_path):
@@ -199,8 +206,35 @@ def test_data_that_is_not_a_dataset_is_one_line(small_dataset, tmp_path):
     for hub in ("hf://owner/name", "owner/name"):  # an owner/name that is no folder: the Hub, with the hf extra
         assert "asking the Hub for the dataset owner/name failed" in run(hub)
     assert "no such folder" in run("owner/name", base=True)  # no hf extra: not a Hub id, a typo
-    assert "needs the hf extra: pip install 'mmnp[hf]'" in run(str(export), base=True)
+    assert "needs the hf extra (no module named 'datasets'): pip install 'mmnp[hf]'" in run(str(export), base=True)
     assert "needs the hf extra" in run("hf://owner/name", base=True)
+
+
+def test_a_command_whose_extra_is_missing_says_so_in_one_line_before_it_starts(small_dataset, tmp_path):
+    """On the base install, export, tiny-model, sft and DISA import their extra's modules deep in the
+    work: each is refused first, in one line naming the missing module and the pip command."""
+    import os
+    import subprocess
+    import sys
+
+    missing = {"hf": ("datasets", "pyarrow", "huggingface_hub"), "train": ("torch", "trl")}
+    commands = [("hf", "--format parquet", ["export", "--data", str(small_dataset), "--format", "parquet", "--out",
+                                            str(tmp_path / "export")]),
+                ("train", "tiny models", ["tiny-model", "--out", str(tmp_path / "tiny")]),
+                ("train", "SFT", ["sft", "--model", "m", "--tasks", "knapsack", "--out", str(tmp_path / "sft")]),
+                ("train", "DISA's estimate", ["disa", "estimate", "--ref", "m", "--proposal", "m", "--out",
+                                              str(tmp_path / "est")]),
+                ("train", "training", ["train", "--model", "m", "--output-dir", str(tmp_path / "run")])]
+    for extra, what, args in commands:
+        hide = "".join(f"sys.modules[{name!r}] = None\n" for name in missing[extra])
+        done = subprocess.run([sys.executable, "-c", f"import sys\n{hide}from mmnp.cli import app\napp()\n", *args],
+                              capture_output=True, text=True, env={**os.environ, "COLUMNS": "300"}, timeout=300,
+                              cwd=tmp_path)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, (args, done.stderr)
+        assert f"{what} needs the {extra} extra (no module named '{missing[extra][0]}'): pip install 'mmnp[{extra}]'" \
+            in lines[0], lines
+    assert not any((tmp_path / name).exists() for name in ("export", "tiny", "sft", "est", "run"))
 
 
 # -- mmnp train: settings checked before anything loads, resuming only the same run -------------------

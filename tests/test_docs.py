@@ -266,14 +266,24 @@ def test_every_link_between_the_pages_resolves():
                 continue
             path, _, anchor = target.partition("#")
             file = (page.parent / path).resolve() if path else page
-            if not file.is_relative_to(ROOT):
-                continue  # the spec beside the repository, not shipped with it
             where = f"{page.relative_to(ROOT)}: ({target})"
-            if not file.exists():
+            if not file.is_relative_to(ROOT):
+                problems.append(f"{where}: outside the repository, which a clone does not have")
+            elif not file.exists():
                 problems.append(f"{where}: no such file")
             elif anchor and file.suffix == ".md" and anchor not in anchors(file):
                 problems.append(f"{where}: no heading with that anchor")
     assert not problems, "\n".join(problems)
+
+
+def test_the_shipped_spec_is_the_projects():
+    """docs/spec/ ships the specification the code implements (a clone has no ../shared): where the
+    project's own copy is at hand, the shipped one is that, byte for byte."""
+    shared = ROOT.parent / "shared" / "spec"
+    if not shared.is_dir():
+        pytest.skip("no ../shared/spec beside this checkout")
+    shipped = {p.name: p.read_bytes() for p in (ROOT / "docs" / "spec").glob("*.md")}
+    assert shipped == {p.name: p.read_bytes() for p in shared.glob("*.md")}
 
 
 # -- names of files and modules ---------------------------------------------------------------------

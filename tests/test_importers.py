@@ -63,13 +63,29 @@ def test_tsplib_translates_negative_coordinates_keeping_distances():
 
 
 def test_dimacs_edges_are_normalised_on_load():
-    text = "c a triangle, written carelessly\np edge 4 6\ne 2 1\ne 1 2\ne 3 3\ne 3 2\ne 1 3\ne 4 1\n"
+    text = "c a triangle, written carelessly\np edge 4 5\ne 2 1\ne 1 2\ne 3 2\ne 1 3\ne 4 1\n"
     n, edges = read_dimacs(text, "t.col")
     assert n == 4 and edges == [[0, 1], [0, 2], [0, 3], [1, 2]]
     _, complement = read_dimacs(text, "t.col", complement=True)
     assert complement == [[1, 3], [2, 3]]
     with pytest.raises(DataError, match=r"t.col:3: edge \(1, 9\) names a vertex outside 1..4"):
         read_dimacs("p edge 4 1\n\ne 1 9\n", "t.col")
+
+
+def test_a_dimacs_edge_count_is_one_of_the_published_conventions_or_the_file_is_refused():
+    """Its `e` lines, its distinct edges, or (Johnson's DSJC files) twice those: a file cut short,
+    or a loop, would otherwise import as another problem. The bound counts distinct edges, so a
+    graph whose header counts each edge twice past 50,000 imports when its edges fit."""
+    edges = [(u, v) for u in range(1, 400) for v in range(u + 1, 400) if (u + v) % 3][:30_000]
+    body = "".join(f"e {u} {v}\n" for u, v in edges)
+    n, read = read_dimacs(f"p edge 400 {2 * len(edges)}\n{body}", "dsjc.col")
+    assert (n, len(read)) == (400, 30_000)
+    assert len(read_dimacs(f"p edge 400 {2 * len(edges)}\n{body}{body}", "both.col")[1]) == 30_000  # both ways
+    with pytest.raises(DataError, match=r"cut.col:1: the 'p' line counts 30,000 edges, the file lists 29,999 "
+                                        r"\(29,999 distinct\); is it cut short\?"):
+        read_dimacs(f"p edge 400 30000\n{body.rsplit(chr(10), 2)[0]}\n", "cut.col")
+    with pytest.raises(DataError, match=r"loop.col:3: edge \(3, 3\) is a loop; .* remove the line"):
+        read_dimacs("p edge 4 2\ne 1 2\ne 3 3\n", "loop.col")
 
 
 def test_orlib_shapes_knapsack_steiner_and_unicost_scp():
@@ -97,8 +113,13 @@ def test_import_builds_a_dataset_with_published_optima(tmp_path: Path):
     optima = tmp_path / "optima.json"
     optima.write_text(json.dumps({"square5": {"objective": 14, "proven": True, "source": "by hand"}}))
     out = tmp_path / "ds"
-    manifest = import_files("tsplib", [tsp], out, optima=optima, images=False, time_limit=2.0)
-    assert manifest["counts"] == {"tsp": {"imported": 1}} and read_manifest(out)["benchmark_hash"]
+    second = tmp_path / "square5b.tsp"
+    second.write_text(SQUARE.replace("square5", "square5b"))
+    seen: list[tuple[int, int]] = []
+    manifest = import_files("tsplib", [tsp, second], out, optima=optima, images=False, time_limit=2.0,
+                            progress=lambda done, total: seen.append((done, total)))
+    assert manifest["counts"] == {"tsp": {"imported": 2}} and read_manifest(out)["benchmark_hash"]
+    assert seen == [(0, 2), (1, 2), (2, 2)]  # `mmnp import`'s bar: each instance as it is built
     inst = next(load_dataset(out))
     assert inst.id == "tsp-imported-0000" and inst.params["name"] == "square5"
     assert inst.reference["published"] == {"objective": 14, "proven": True, "source": "by hand", "name": "square5"}
@@ -331,7 +352,10 @@ REFUSED = [
      r":1: vertex count 1000000000 is more than mmnp imports \(at most 1,000\)"),
     ("dimacs", "negative.col", "p edge -5 0\n", ["--task", "max_clique"], r":1: vertex count -5 is outside 2..1,000; a graph task needs 2 vertices or more"),
     ("dimacs", "claims.col", "c many\np edge 10 1000000\n", ["--task", "max_clique"],
-     r":2: edge count 1000000 is more than mmnp imports \(at most 50,000\)"),
+     r":2: the 'p' line counts 1,000,000 edges, the file lists 0 \(0 distinct\); is it cut short\?"),
+    ("dimacs", "many.col", "p edge 1000 60000\n" + "".join(f"e {u} {v}\n" for u in range(1, 1001)
+                                                          for v in range(u + 1, u + 61)), ["--task", "max_clique"],
+     r":50002: more than 50,000 edges, more than mmnp imports"),
     ("dimacs", "dense.col", "p edge 400 1\ne 1 2\n", ["--task", "max_clique", "--complement"],
      r":2: the complement has 79,799 edges, more than mmnp imports \(50,000\)"),
     ("dimacs", "twice.col", "p edge 4 1\ne 1 2\np edge 5 0\n", ["--task", "max_clique"], r":3: a second 'p' line"),

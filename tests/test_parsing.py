@@ -89,6 +89,8 @@ def test_parse_int_list():
         parse_int_list("Answer: [0, 2.5]", "city")
     with pytest.raises(ParseError, match="flat list"):
         parse_int_list("Answer: [[0, 1], [2]]", "city")
+    with pytest.raises(ParseError, match=r"found a nested list or a mapping \(\{\.\.\.\}\)"):  # read as pairs
+        parse_int_list('Answer: {"a": 1}', "city")
     with pytest.raises(ParseError, match="not an integer"):
         parse_int_list("Answer: [true, 1]", "city")
 

@@ -10,6 +10,7 @@ from typer.core import TyperCommand
 
 from mmnp.clikit import console, progress_bar, user_errors
 from mmnp.errors import MMNPError, UsageError
+from mmnp.extras import require_extra
 
 app = typer.Typer()
 
@@ -21,11 +22,10 @@ def _train_command(config: Optional[Path] = None, **flags):
     adds that algorithm's own flags (e.g. --dmpo-lambda), which apply with its --algo only.
     Several GPUs: `accelerate launch -m mmnp train ...`.
     """
-    try:
-        from mmnp.trainers.spec import TrainSpec
-        from mmnp.trainers.train import build_trainer
-    except ImportError as e:
-        raise UsageError(f"training needs the train extra ({e}): pip install 'mmnp[train]'") from None
+    require_extra("train", "training")
+    from mmnp.trainers.spec import TrainSpec
+    from mmnp.trainers.train import build_trainer
+
     spec = TrainSpec.merged(config, flags)
     trainer = build_trainer(spec, console)
     return spec, trainer
@@ -142,7 +142,7 @@ def _option_params(algo: str, flags: dict) -> list:
     panel = f"Options of --algo {algo}"
     params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind],
                                 default=typer.Option(None, f"--{name.replace('_', '-')}", rich_help_panel=panel,
-                                                     help=f"{help_text} [default: {default}]"))
+                                                     help=help_text, show_default=str(default)))
               for name, (kind, default, help_text) in flags.items()]
 
     def options(**kwargs):
@@ -207,10 +207,9 @@ def sft_command(
     image_size: int = typer.Option(768, help="Rendered image height for --modality image."),
 ) -> None:
     """Supervised cold start: distil the best reference solutions into a model (TRL's SFTTrainer)."""
-    try:
-        from mmnp.trainers.sft import SFTSpec, sft
-    except ImportError as e:
-        raise UsageError(f"SFT needs the train extra ({e}): pip install 'mmnp[train]'") from None
+    require_extra("train", "SFT")
+    from mmnp.trainers.sft import SFTSpec, sft
+
     path = sft(SFTSpec(model=model, out=str(out), tasks=tasks, difficulty=difficulty, modality=modality, count=count,
                        params=params, seed=seed, max_steps=max_steps, batch_size=batch_size,
                        learning_rate=learning_rate, max_length=max_length, image_size=image_size))
@@ -226,10 +225,9 @@ def tiny_model(
     seed: int = typer.Option(0),
 ) -> None:
     """Build a tiny Qwen2 / Qwen2-VL model with a locally trained tokenizer (no download)."""
-    try:
-        from mmnp.trainers.tiny_model import write_tiny_model
-    except ImportError as e:
-        raise UsageError(f"tiny models need the train extra ({e}): pip install 'mmnp[train]'") from None
+    require_extra("train", "tiny models")
+    from mmnp.trainers.tiny_model import write_tiny_model
+
     path = write_tiny_model(out, vision=vision, seed=seed, warm_steps=warm_steps)
     console.print(f"[green]wrote[/] {'vision-language' if vision else 'text'} model to {path}")
 
@@ -258,6 +256,7 @@ def disa_estimate(
     engine: str = typer.Option("transformers", help="Draw proposals with transformers or vllm (GPU)."),
 ) -> None:
     """Importance-sampling labels log Z_IS(q), one per prompt, with their ESS (resumable)."""
+    require_extra("train", "DISA's estimate")
     from mmnp.trainers.disa.estimate import EstimateSpec, estimate
 
     spec = EstimateSpec(ref=ref, proposal=proposal, tasks=tasks, difficulty=difficulty, prompts=prompts,
@@ -277,6 +276,7 @@ def disa_fit(
     epochs: int = typer.Option(500),
 ) -> None:
     """Fit and freeze g_psi(q); report its held-out error and save a calibration plot."""
+    require_extra("train", "DISA's fit")
     from mmnp.trainers.disa.anchor import fit
 
     config = fit(folder, hidden=hidden, epochs=epochs)
