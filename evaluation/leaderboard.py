@@ -52,13 +52,24 @@ def _write(out: Path, text: str) -> None:
         raise RunError(f"cannot write --out {out}: {e.strerror or e}; choose a writable path with free space") from None
 
 
+def _say_not_shown(lines: list[str]) -> None:
+    """One stderr line per run or folder a report does not show, where the report itself does not say it."""
+    from rich.markup import escape
+
+    from mmnp.clikit import console
+
+    for line in lines:
+        console.print(f"[yellow]not shown:[/] {escape(line)}", highlight=False)
+
+
 def make_leaderboard(paths: list[Path], format: str = "md", out: Path | None = None,
                      modality: str | None = None, browser_samples: int = 2, mix_datasets: bool = False,
                      include_incomplete: bool = False, stderr: bool = False,
                      include_unverified: bool = False) -> str | None:
     """All of `mmnp leaderboard`: read the runs and check them against their samples, group them by
     dataset and protocol, render, and write `out` (returning None) or return the text to print.
-    Lines about what is not shown go to stderr (and into md and HTML reports)."""
+    Lines about what is not shown go to stderr (and into md and HTML reports); with no run left to rank,
+    nothing is rendered and, after those lines, a `DataError` (exit status 1) says so."""
     from rich.markup import escape
 
     from mmnp.clikit import console
@@ -79,6 +90,12 @@ def make_leaderboard(paths: list[Path], format: str = "md", out: Path | None = N
     if modality is not None and modality not in present:
         raise UsageError(f"--modality {modality!r}: no run has it; the runs have {', '.join(present) or 'none'}")
     board = Board.build(runs, problems, modality, mix_datasets, include_incomplete, include_unverified)
+    ranked = [r for ranking in board.rankings for r in ranking.runs if modality is None or modality in r.modalities()]
+    if not ranked:  # an empty report must not pass for one: a script tells by the exit status
+        _say_not_shown(board.left_out)
+        lacking = f" or has no {modality} scores (without --modality those are ranked)" if board.rankings else ""
+        raise DataError(f"no run left to rank ({len(runs)} read): each is left out{lacking}; the \"not shown\" "
+                        "lines above say why and what to do")
     if format == "md":
         text = markdown_board(board, stderr)
     elif format == "csv":
@@ -86,8 +103,7 @@ def make_leaderboard(paths: list[Path], format: str = "md", out: Path | None = N
     else:
         text = html_board(board, browser_samples, stderr)
     if not (format == "md" and out is None):  # printed markdown carries these lines itself
-        for line in board.left_out:
-            console.print(f"[yellow]not shown:[/] {escape(line)}", highlight=False)
+        _say_not_shown(board.left_out)
     if out is None:
         return text
     _write(out, text)

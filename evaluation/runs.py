@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -508,6 +509,20 @@ def _difference(stored, computed, where: str) -> str | None:
     return f"{cap(where, 160)} is {shown(stored)}, its samples give {shown(computed)}"
 
 
+def _cut_short(path: Path) -> int | None:
+    """The number of the last line of samples.jsonl when the file ends inside it (no newline after it),
+    else None. `read_samples` skips such a line (a crash mid-write), so its sample is missing from what
+    the log gives: a difference with results.json is then the log's, not the file's."""
+    with path.open("rb") as f:
+        if f.seek(0, os.SEEK_END) == 0:
+            return None
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return None
+        f.seek(0)
+        return 1 + sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
 def verify(run: Run, data: DataCache) -> None:
     """Check `run` against its samples: recompute its numbers from samples.jsonl with `mmnp eval`'s own
     code and, where its data is found unchanged, verify every stored answer on it again. A run whose
@@ -581,6 +596,12 @@ def verify(run: Run, data: DataCache) -> None:
         _count_unseen(block, instances, config, computed)
     # usage (failed_calls and the like) counts every call into the folder, a later run's too: not compared
     difference = _difference({name: results[name] for name in CLAIMS if name in results}, computed, "")
+    torn = _cut_short(path) if difference else None
+    if torn:  # the sample of that line is what its samples lack, not an edit of results.json
+        return refuse("samples.jsonl cut short", f"{path}, line {torn}: cut short, the file ending inside it (an "
+                      "interrupted write or a truncated copy), so its sample is not counted (results.json's "
+                      f"{difference}); run the same `mmnp eval` command again (not --rescore): it drops that line "
+                      "and asks again every sample the log lacks", computed)
     if difference:
         return refuse("results.json disagrees with its samples", f"{run.folder / RESULTS}: {difference}; the file "
                       f"was edited or belongs to other samples; {REDO}", computed)

@@ -108,6 +108,15 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+def _refused(paths: list[Path], capsys: pytest.CaptureFixture[str], **options) -> str:
+    """The "not shown" lines `make_leaderboard` prints when it leaves out every run of `paths`: it then
+    renders nothing and fails (`mmnp leaderboard` exits 1), so an empty report never passes for one."""
+    capsys.readouterr()
+    with pytest.raises(DataError, match=r"^no run left to rank \(\d+ read\): each is left out"):
+        make_leaderboard(paths, **options)
+    return capsys.readouterr().err
+
+
 def test_markdown_has_the_np_bench_layout(results_dir):
     text = render_markdown(collect([results_dir]))
     header = next(line for line in text.splitlines() if line.startswith("| model | modality | planning SR"))
@@ -266,14 +275,13 @@ def test_incomplete_runs_are_left_out_with_a_line_or_marked(results_dir, small_d
     assert runs[str(root / "solver_heuristic")]["complete"] == "yes"
 
 
-def test_a_run_claiming_complete_over_failed_samples_is_refused(results_dir, small_dataset, tmp_path):
+def test_a_run_claiming_complete_over_failed_samples_is_refused(results_dir, small_dataset, tmp_path, capsys):
     """A results.json edited to say complete over failed samples is not taken at its word."""
     claimed = _variant(_failing(results_dir, small_dataset, tmp_path / "a", 5), tmp_path, "claimed",
                        lambda r: r.update(complete=True, failed_samples=0))
-    md = make_leaderboard([claimed], include_incomplete=True)
-    assert "(no results)" in md
     assert (f"left out solver:random ({claimed}): {claimed / 'results.json'}: failed_samples is 0, its samples "
-            "give 5; the file was edited or belongs to other samples; rerun its `mmnp eval` command with --rescore") in md
+            "give 5; the file was edited or belongs to other samples; rerun its `mmnp eval` command with --rescore") in (
+        _refused([claimed], capsys, include_incomplete=True))
 
 
 def test_missing_and_unreadable_results_are_named(results_dir, tmp_path, capsys):
@@ -488,7 +496,8 @@ def test_sample_browser_survives_damaged_samples(results_dir, tmp_path):
     lines.insert(5, "{not json")
     (damaged / "samples.jsonl").write_text("\n".join(lines) + "\n")
     out = tmp_path / "board.html"
-    assert "(no results)" in make_leaderboard([odd, damaged])  # refused: edited and damaged logs
+    with pytest.raises(DataError, match=r"no run left to rank \(2 read\)"):  # refused: edited and damaged logs
+        make_leaderboard([odd, damaged])
     make_leaderboard([odd, damaged], format="html", out=out, browser_samples=40, include_unverified=True)
     page = out.read_text()
     assert "<pre>12345</pre>" in page and "&lt;b&gt;list&lt;/b&gt;" in page
@@ -799,7 +808,56 @@ def test_a_run_without_its_samples_is_not_ranked(results_dir, tmp_path):
     assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:random (UNVERIFIED: no samples.jsonl)"}
 
 
-def test_an_edited_sample_is_caught_and_the_browser_shows_its_verdict_now(results_dir, small_dataset, tmp_path):
+def test_a_cut_off_last_sample_is_blamed_on_samples_jsonl_and_a_rerun_repairs_it(results_dir, small_dataset,
+                                                                                  tmp_path, capsys):
+    """A samples.jsonl whose last line is cut short (an interrupted write, a truncated copy) lacks that sample:
+    the line left out names that file and line, not results.json, and the rerun it asks for ranks the run again."""
+    shutil.copytree(results_dir / "solver_random", tmp_path / "solver_random")
+    log = tmp_path / "solver_random" / "samples.jsonl"
+    lines = len(log.read_text().splitlines())
+    with log.open("r+b") as f:
+        f.truncate(log.stat().st_size - 100)
+    err = _refused([tmp_path / "solver_random"], capsys)
+    assert (f"{log}, line {lines}: cut short, the file ending inside it (an interrupted write or a truncated copy), "
+            "so its sample is not counted (results.json's ") in err
+    assert ("run the same `mmnp eval` command again (not --rescore): it drops that line and asks again every sample "
+            "the log lacks") in err and "the file was edited" not in err
+    md = make_leaderboard([tmp_path / "solver_random"], include_unverified=True, include_incomplete=True)
+    assert {r["model"] for r in _table(md, "Leaderboard")} == {
+        "solver:random (UNVERIFIED: samples.jsonl cut short) (incomplete: 1 instance without samples)"}
+    _eval("solver:random", small_dataset, tmp_path)  # the same command as made it
+    assert {r["model"] for r in _table(make_leaderboard([tmp_path / "solver_random"]), "Leaderboard")} == {
+        "solver:random"}
+
+
+def test_the_exit_status_says_whether_any_run_is_left_to_rank(results_dir, little, tmp_path):
+    """With every run left out nothing is rendered or written and the command fails (exit 1) after the lines
+    saying why, so a script can tell; with one run left to rank it succeeds, the others' lines in the report."""
+    bare = tmp_path / "bare"
+    shutil.copytree(results_dir / "solver_random", bare)
+    (bare / "samples.jsonl").unlink()
+    page = tmp_path / "board.html"
+    for extra in ([], ["--format", "csv"], ["--format", "html", "--out", str(page)]):
+        result = runner.invoke(app, ["leaderboard", str(bare), *extra])
+        assert result.exit_code == 1 and result.stdout == "", (extra, result.output)
+        err = result.stderr
+        assert f"not shown: left out solver:random ({bare}): {bare / 'samples.jsonl'}: not there" in err
+        assert err.endswith('error: no run left to rank (1 read): each is left out; the "not shown" lines above say '
+                            "why and what to do\n")
+    assert not page.exists()
+    result = runner.invoke(app, ["leaderboard", str(bare), str(results_dir / "solver_heuristic")])
+    assert result.exit_code == 0 and "| solver:heuristic | text |" in result.stdout
+    assert f"left out solver:random ({bare})" in result.stdout
+    # --modality image: the one run with image scores left out, the one left to rank without any
+    text_only = _run(tmp_path / "text", "--model", "solver:heuristic", "--data", str(little), "--modality", "text")
+    result = runner.invoke(app, ["leaderboard", str(bare), str(text_only), "--modality", "image"])
+    assert result.exit_code == 1 and result.stdout == "", result.output
+    assert ("error: no run left to rank (2 read): each is left out or has no image scores (without --modality those "
+            "are ranked)") in result.stderr
+
+
+def test_an_edited_sample_is_caught_and_the_browser_shows_its_verdict_now(results_dir, small_dataset, tmp_path,
+                                                                         capsys):
     """One infeasible answer's record edited to feasible with ratio 5, results.json recomputed from the
     edited log as a careful forger would: the answer, verified again on the dataset, says otherwise."""
     from mmnp.dataset import select_instances
@@ -823,23 +881,22 @@ def test_an_edited_sample_is_caught_and_the_browser_shows_its_verdict_now(result
     (run / "results.json").write_text(json.dumps(results))
     (key,) = edited
 
-    md = make_leaderboard([run])
     assert (f"left out solver:random ({run}): {run / 'samples.jsonl'}: sample {key} records feasible true, but its "
-            f"answer verifies to false on its dataset {small_dataset}: the log was edited") in md.replace("\\|", "|")
+            f"answer verifies to false on its dataset {small_dataset}: the log was edited") in _refused([run], capsys)
     page = render_html(collect([run]), browser_samples=40, include_unverified=True)
     summary = page.split(f"solver:random · {key} · ", 1)[1].split("</summary>", 1)[0]
     assert summary.startswith('<span class="bad">infeasible') and "ratio 0.000" in summary and "5.000" not in summary
 
 
-def test_a_run_generated_on_the_fly_is_verified_on_its_instances_made_again(tmp_path):
+def test_a_run_generated_on_the_fly_is_verified_on_its_instances_made_again(tmp_path, capsys):
     folder = _run(tmp_path / "fly", "--model", "solver:random", "--tasks", "knapsack,tsp", "--difficulty", "easy",
                   "--count", "2", "--samples", "2", "--temperature", "0.7")
     runs = _table(make_leaderboard([folder]), "Runs")
     assert runs[0]["verified"] == "yes: every answer verified again on its instances generated again from seed 0 by " \
                                   f"mmnp {_results(folder)['mmnp_version']}"
     _edit_samples(folder, lambda r: r.update(ratio=r["ratio"] + 0.5) if r["sample"] == 1 else None)
-    md = make_leaderboard([folder])
-    assert "(no results)" in md and "records ratio" in md and "on its instances generated again from seed 0" in md
+    err = _refused([folder], capsys)
+    assert "records ratio" in err and "on its instances generated again from seed 0" in err
 
 
 def test_a_few_instances_cannot_pass_for_the_whole_dataset(results_dir, small_dataset, tmp_path):
@@ -868,7 +925,7 @@ def test_a_few_instances_cannot_pass_for_the_whole_dataset(results_dir, small_da
     assert _table(md, "Runs")[0]["verified"].startswith("numbers recomputed from samples.jsonl; answers not verified")
 
 
-def test_without_its_data_a_run_is_counted_against_its_dataset_block(small_dataset, tmp_path):
+def test_without_its_data_a_run_is_counted_against_its_dataset_block(small_dataset, tmp_path, capsys):
     """A run on 1 instance whose dataset block says its selection holds 2 (the data moved away): the one
     its samples do not answer is missing, so results.json's complete run is not what its samples give."""
     one = _run(tmp_path / "one", "--model", "solver:heuristic", "--data", str(small_dataset), "--tasks", "knapsack",
@@ -879,12 +936,11 @@ def test_without_its_data_a_run_is_counted_against_its_dataset_block(small_datas
         r["dataset"]["path"] = str(tmp_path / "moved")
 
     two = _variant(one, tmp_path, "two", claims_two)
-    md = make_leaderboard([two])
-    assert f"left out solver:heuristic ({two}): {two / 'results.json'}: missing_instances is 0, its samples give 1" in md
+    assert (f"left out solver:heuristic ({two}): {two / 'results.json'}: missing_instances is 0, its samples give 1"
+            in _refused([two], capsys))
     other_task = _variant(one, tmp_path, "other_task", lambda r: claims_two(r) or r["dataset"]["selection"].update(
         tasks=["tsp"], instances=1))
-    md = make_leaderboard([other_task])
-    assert f"{other_task / 'results.json'}: missing_instances is 0, its samples give 1" in md
+    assert f"{other_task / 'results.json'}: missing_instances is 0, its samples give 1" in _refused([other_task], capsys)
 
 
 @pytest.fixture(scope="module")
@@ -1006,7 +1062,7 @@ def test_a_later_run_cut_short_in_the_folder_does_not_refuse_the_finished_one(li
     assert "left out" not in md and {r["model"] for r in _table(md, "Leaderboard")} == {"openai:fake"}
 
 
-def test_pictures_drawn_again_as_other_bytes_still_have_their_answers_verified(tmp_path, monkeypatch):
+def test_pictures_drawn_again_as_other_bytes_still_have_their_answers_verified(tmp_path, monkeypatch, capsys):
     """A run made on the fly, read where the renderer draws other bytes (another Pillow or fonts): its
     messages cannot be checked, its answers are verified, and an edited verdict is still caught."""
     import mmnp.dataset
@@ -1020,7 +1076,7 @@ def test_pictures_drawn_again_as_other_bytes_still_have_their_answers_verified(t
         "yes: every answer verified again on its instances generated again from seed 0 by mmnp ")
     assert "the messages of 4 sample(s) not checked: their pictures, drawn again here, are not byte for byte" in md
     _edit_samples(folder, lambda r: r.update(ratio=r["ratio"] + 0.5) if r["modality"] == "image" else None)
-    assert "records ratio" in make_leaderboard([folder])
+    assert "records ratio" in _refused([folder], capsys)
 
 
 def test_samples_made_on_other_data_are_shown_with_the_numbers_they_earn(little, tmp_path):
