@@ -163,7 +163,8 @@ class Dataset:
         try:
             png = path.read_bytes()
         except OSError as e:
-            raise DataError(f"{path}: cannot read the image of {id} ({e.strerror or e})") from None
+            raise DataError(f"{path}: cannot read the image of {id} ({e.strerror or e}); "
+                            f"{_remedy(self.manifest, self.path)}") from None
         if hashlib.sha256(png).hexdigest() != self._pngs.get(id):
             raise DataError(f"{path}: the image of {id} differs from the one the dataset lists; "
                             f"{_remedy(self.manifest, self.path)}")
@@ -211,7 +212,10 @@ def open_dataset(path: str | Path, *, allow_modified: bool = False) -> Dataset:
             continue
         except OSError as e:
             raise DataError(f"{file}: cannot be read ({e.strerror or e})") from None
-        dataset._lines[task, difficulty] = lines_of(raw, file, lenient=allow_modified)
+        try:
+            dataset._lines[task, difficulty] = lines_of(raw, file, lenient=allow_modified)
+        except DataError as e:  # a damaged line no flag makes usable: repairing is the one way on
+            raise DataError(f"{e}; {_rebuild(manifest, path)}") from None
         shards[task, difficulty] = [digest for _, digest in dataset._lines[task, difficulty]]
     for rel, rows in manifest["records"].items():
         dataset._pngs.update((text.split(" ")[0], text.split(" ")[3]) for text in rows)
@@ -229,12 +233,17 @@ def open_dataset(path: str | Path, *, allow_modified: bool = False) -> Dataset:
 
 def _remedy(manifest: dict, path: Path) -> str:
     """What to do about a dataset that differs from its manifest: make it again the way it was
-    made (generate repairs its folder in place; import writes only a new folder), or use the edit
-    on purpose where a command takes the flag."""
-    again = (f"move {path} aside, then rerun the `mmnp import` command that made it (it writes only a new folder)"
-             if "import" in manifest["arguments"] else "rerun the `mmnp generate` command that made it to repair it")
-    return (f"{again}, or, with `mmnp eval`, `verify` or `show`, pass --allow-modified to use the edited data on "
-            "purpose (results are then marked modified)")
+    made, or use the edit on purpose where a command takes the flag."""
+    return (f"{_rebuild(manifest, path)}, or, with `mmnp eval`, `verify` or `show`, pass --allow-modified to use the "
+            "edited data on purpose (results are then marked modified)")
+
+
+def _rebuild(manifest: dict, path: Path) -> str:
+    """How a damaged dataset is made again the way it was made: generate repairs its folder in
+    place (only the damaged instances), import writes only a new folder."""
+    if "import" in manifest["arguments"]:
+        return f"move {path} aside, then rerun the `mmnp import` command that made it (it writes only a new folder)"
+    return "rerun the `mmnp generate` command that made it to repair it"
 
 
 def _check_edited(inst: Instance, where: str) -> None:
@@ -267,7 +276,11 @@ def _actual_pictures(dataset: Dataset) -> dict[Digest, str]:
     pictures = {}
     for task, difficulty in dataset._lines:
         for line, digest in dataset._lines[task, difficulty]:
-            if parse_line(line, digest).image is None:
+            try:
+                inst = parse_line(line, digest)
+            except DataError as e:  # kept by --allow-modified, yet no instance: repairing is the one way on
+                raise DataError(f"{e}; {_rebuild(dataset.manifest, dataset.path)}") from None
+            if inst.image is None:
                 pictures[digest] = NO_IMAGE
                 continue
             try:

@@ -323,18 +323,18 @@ FORMATS: dict[str, ExportFormat] = {  # `mmnp export --format`: its choices and 
 }
 
 
-def source_command(manifest: dict) -> str:
-    """The command that rebuilds the source dataset, from its manifest's arguments: its `mmnp
-    generate` line, or the `mmnp import` line with the files it read (published optima are in the
-    records; `--optima` names them again)."""
+def source_command(manifest: dict, out: str = "DATA", part: tuple[int, int] | None = None) -> str:
+    """The command that rebuilds the source dataset into `out` (a shell word), from its manifest's
+    arguments: its `mmnp generate` line (of one `part` K/N), or the `mmnp import` line with the
+    files it read (published optima are in the records; `--optima` names them again)."""
     a = manifest["arguments"]
     if "import" in a:
-        parts = [f"mmnp import {a['import']}", *map(shlex.quote, a["files"]), "--out DATA"]
+        parts = [f"mmnp import {a['import']}", *map(shlex.quote, a["files"]), f"--out {out}"]
         parts += [f"--task {a['task']}"] if a.get("task") else []
         parts += ["--complement"] if a.get("complement") else []
         parts += [f"--relabel {a['relabel']}"] if a.get("relabel") is not None else []
     else:
-        parts = ["mmnp generate --out DATA", f"--tasks {','.join(a['tasks'])}",
+        parts = [f"mmnp generate{f' --shard {part[0]}/{part[1]}' if part else ''} --out {out}", f"--tasks {','.join(a['tasks'])}",
                  f"--difficulty {','.join(a['difficulties'])}", f"--count {a['count']}", f"--seed {a['seed']}"]
     parts += [f"--image-size {a['image_size']}", f"--time-limit {a['time_limit']:g}"]
     parts += [] if a.get("images", True) else ["--no-images"]

@@ -20,12 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import signal
 import sys
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 from mmnp.core import canonical_json
 from mmnp.errors import DataError, UsageError
@@ -34,7 +35,9 @@ from mmnp.integrity import (
     MANIFEST,
     NO_IMAGE,
     SEED_STRIDE,
+    Digest,
     build_manifest,
+    derive_hashes,
     digest_line,
     image_name,
     instance_id,
@@ -270,51 +273,62 @@ def _read_state(out: Path) -> dict | None:
     return state
 
 
-def _read_log(folder: Path, jobs: list[tuple], images: bool, notify: Notify | None = None,
-              repair: bool = True) -> dict[str, tuple[bytes, str]]:
-    """The finished instances a run's log holds for `jobs`: {id: (record line, PNG SHA-256 or -)}.
-    A torn last line (a kill mid-write) is cut; a line that does not belong to these jobs, whose
-    picture is missing or differs, or whose record is not what its job makes (`Task.mismatch`:
-    an edited part must not reach a merged dataset) is dropped, and its instance generated again."""
+def _read_log(folder: Path, jobs: list[tuple], images: bool, repair: bool = True,
+              ) -> tuple[dict[str, tuple[bytes, str]], list[str]]:
+    """(the finished instances a run's log holds for `jobs`: {id: (record line, PNG SHA-256 or -)},
+    why each other line cannot be kept: one located message a line). A torn last line (a kill
+    mid-write) is cut silently; a line that does not belong to these jobs, whose picture is missing
+    or differs, or whose record is not what its job makes (`Task.mismatch`: an edited part must not
+    reach a merged dataset) is dropped. `repair` rewrites the log without what was cut or dropped,
+    so the instances made again are not reported again on the next run."""
     path = folder / LOG
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return {}
-    if raw and not raw.endswith(b"\n"):
-        raw = raw[: raw.rfind(b"\n") + 1]
-        if repair:
-            with open(path, "r+b") as f:
-                f.truncate(len(raw))
+        return {}, []
     wanted = {_job_id(job): job for job in jobs}
-    finished, dropped, first = {}, 0, None
-    for number, entry in enumerate(raw.split(b"\n")[:-1], 1):
-        png, _, line = entry.partition(b" ")
+    finished, problems = {}, []
+    entries = raw.split(b"\n")
+    for number, entry in enumerate(entries[:-1], 1):
+        where = f"{path}:{number}"
         try:
-            digest = digest_line(line, f"{path}:{number}")
-            job = wanted.get(digest.id)
-            inst = parse_line(line, digest)
-            png_text = png.decode()
-            if job is None or digest.seed != job[3] or (inst.image is not None) != images:
-                raise DataError("not one of this run's instances")
-            if images and hashlib.sha256((folder / image_name(digest.id)).read_bytes()).hexdigest() != png_text:
-                raise DataError("its picture differs")
-            if not images and png_text != NO_IMAGE:
-                raise DataError("a picture where the run makes none")
-            if line != record_line(inst):  # what is written is the raw line: a member added or repeated
-                raise DataError(f"{digest.id}: not the line `mmnp generate` writes for its record")
-            problem = get_task(job[0]).mismatch(inst, job[4], job[6], (png_text, job[7]) if images else None)
-            if problem:
-                raise DataError(f"{digest.id}: {problem}")
-        except (DataError, OSError, UnicodeDecodeError) as e:
-            dropped += 1
-            first = first or f"{path}:{number}: {e}"
+            id, kept = _logged(folder, entry, where, wanted, images)
+        except DataError as e:
+            problems.append(str(e))
             continue
-        finished[digest.id] = (line, png_text)
-    if dropped and notify:
-        notify(f"{dropped} line(s) of {path} unreadable or not what their instances make (the first: {first}); "
-               "those instances are generated again")
-    return finished
+        finished[id] = kept
+    if repair and (problems or entries[-1]):
+        atomic_write(path, b"".join(png.encode() + b" " + line + b"\n" for line, png in finished.values()))
+    return finished, problems
+
+
+def _logged(folder: Path, entry: bytes, where: str, wanted: dict[str, tuple], images: bool,
+            ) -> tuple[str, tuple[bytes, str]]:
+    """One log line checked against its job: (id, (record line, PNG SHA-256 or -)), else a
+    DataError naming the line, or the picture file when that is what is wrong."""
+    png, _, line = entry.partition(b" ")
+    digest = digest_line(line, where)
+    job = wanted.get(digest.id)
+    inst = parse_line(line, digest)
+    png_text = png.decode(errors="replace")
+    if job is None or digest.seed != job[3] or (inst.image is not None) != images:
+        raise DataError(f"{where}: {digest.id} is not one of this run's instances")
+    if images:
+        picture = folder / image_name(digest.id)
+        try:
+            same = hashlib.sha256(picture.read_bytes()).hexdigest() == png_text
+        except OSError as e:
+            raise DataError(f"{picture}: {'missing' if isinstance(e, FileNotFoundError) else e.strerror}") from None
+        if not same:
+            raise DataError(f"{picture}: the picture of {digest.id} differs from the one {where} lists")
+    elif png_text != NO_IMAGE:
+        raise DataError(f"{where}: a picture where the run makes none")
+    if line != record_line(inst):  # what is written is the raw line: a member added or repeated
+        raise DataError(f"{where}: {digest.id}: not the line `mmnp generate` writes for its record")
+    problem = get_task(job[0]).mismatch(inst, job[4], job[6], (png_text, job[7]) if images else None)
+    if problem:
+        raise DataError(f"{where}: {digest.id}: {problem}")
+    return digest.id, (line, png_text)
 
 
 class _Log:
@@ -434,7 +448,10 @@ def generate_dataset(
         jobs = jobs_of(spec, part)
         if state is None:
             state = _start(out, wanted, manifest, salvaged)
-        finished = _read_log(out, jobs, spec.images, notify)
+        finished, dropped = _read_log(out, jobs, spec.images)
+        if dropped and notify:
+            notify(f"{len(dropped)} finished instance(s) in {out} cannot be kept (the first: {dropped[0]}); "
+                   "generating them again")
         remaining = [job for job in jobs if _job_id(job) not in finished]
         _refuse_changed_versions(state, spec, remaining, out)
         if finished and remaining and salvaged is None and notify:
@@ -635,10 +652,12 @@ def merge_parts(out: str | Path, parts: list[str | Path], *, notify: Notify | No
         sources: dict[str, Path] = {}
         for k, folder in sorted(given.items()):
             jobs = jobs_of(spec, (k, n))
-            found = _read_log(folder, jobs, spec.images, notify, repair=False)
+            found, dropped = _read_log(folder, jobs, spec.images, repair=False)
             if len(found) < len(jobs):
-                raise DataError(f"{folder}: part {k}/{n} is unfinished ({len(found)} of {len(jobs)} instances); "
-                                f"rerun its `mmnp generate ... --shard {k}/{n} --out {folder}` command, then merge")
+                _refuse_incomplete(folder, (k, n), first["arguments"], len(found), len(jobs), dropped)
+            if dropped and notify:
+                notify(f"{folder}: {len(dropped)} line(s) of its log left out (the first: {dropped[0]}); every "
+                       f"instance of part {k}/{n} is there without them")
             finished.update(found)
             sources.update({id: folder for id in found})
         _refuse_foreign(out)
@@ -657,6 +676,23 @@ def merge_parts(out: str | Path, parts: list[str | Path], *, notify: Notify | No
             atomic_write(out / LOG, b"".join(finished[id][1].encode() + b" " + finished[id][0] + b"\n"
                                              for id in ordered))  # now an unfinished run `generate` could finish
             return _finish(out, spec, state, finished)
+
+
+def _refuse_incomplete(folder: Path, part: tuple[int, int], arguments: dict, found: int, total: int,
+                       dropped: list[str]) -> None:
+    """A part merge cannot take whole: unfinished, or with instances it cannot keep (`dropped`,
+    from `_read_log`). Either way the part's own command, rerun into its folder, makes exactly
+    the instances it lacks (a merge only reads its parts), so that is the one next step."""
+    from mmnp.export import source_command
+
+    k, n = part
+    command = source_command({"arguments": arguments}, shlex.quote(str(folder)), part)
+    if not dropped:
+        raise DataError(f"{folder}: part {k}/{n} is unfinished ({found} of {total} instances); finish it with "
+                        f"`{command}`, then merge")
+    more = f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""
+    raise DataError(f"{folder}: part {k}/{n} is damaged, {found} of {total} instances intact: {dropped[0]}{more}; "
+                    f"repair it with `{command}` (it makes only those instances again), then merge")
 
 
 def _all_parts(folders: list[Path], states: list[dict]) -> dict[int, Path]:
@@ -699,7 +735,9 @@ def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | Non
              ) -> dict[str, tuple[bytes, str]] | None:
     """None when the finished dataset in `out` is intact (every record and picture as its
     manifest lists them, and the manifest consistent); else its intact instances, to be kept
-    while the damaged ones are generated again. Damage is blamed on its shard, and only there."""
+    while the damaged ones are generated again. Damage is blamed on its shard, and only there;
+    where a record and its manifest entry disagree, the side the manifest's two hashes confirm
+    is the intact one (an edited entry is not a damaged picture, and costs no instance)."""
     say = notify or (lambda message: None)
     try:
         validate_manifest(manifest, str(out / MANIFEST))
@@ -708,16 +746,27 @@ def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | Non
         return {}
     # the records block is what the shards are checked against; the members derived from it (the
     # hashes among them) are compared with what the records make at the end, and written again
+    checked = {(task, difficulty): _salvage_shard(out, f"{task}/{difficulty}.jsonl", manifest["records"], spec)
+               for task, difficulty in spec.shards()}
+    found = [record for _, records, _ in checked.values() for record in records]
+    differences = [manifest_side for _, _, differ in checked.values() for _, _, manifest_side in differ]
+    pngs = {r.digest.id: r.png for r in found}
+    confirmed = derive_hashes([r.digest for r in found], lambda d: pngs[d.id]) == \
+        (manifest["benchmark_hash"], manifest["references_hash"])
+    if differences and confirmed and not any(problem for problem, _, _ in checked.values()):
+        more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
+        say(f"damaged: {out / MANIFEST}: {differences[0]}{more}; the shards and pictures are intact (they give its "
+            "benchmark_hash and references_hash): writing it again")
+        return {r.digest.id: (r.line, r.png) for r in found}
     kept: dict[str, tuple[bytes, str]] = {}
     intact = True
-    for task, difficulty in spec.shards():
-        rel = f"{task}/{difficulty}.jsonl"
-        rows = {text.split(" ", 1)[0]: text for text in manifest["records"].get(rel, [])}
-        problem, good = _salvage_shard(out, rel, rows, spec)
-        kept.update(good)
-        if problem:
+    for (task, difficulty), (problem, records, differ) in checked.items():
+        wrong = {id for id, _, _ in differ}
+        kept.update((r.digest.id, (r.line, r.png)) for r in records if r.digest.id not in wrong)
+        if problem := problem or next((file_side for _, file_side, _ in differ), None):
             intact = False
-            say(f"damaged: {problem}; regenerating {spec.count - len(good)} instance(s) of {task}/{difficulty}")
+            say(f"damaged: {problem}; regenerating {spec.count - len(records) + len(wrong)} instance(s) of "
+                f"{task}/{difficulty}")
     if intact:  # every record and picture as listed: the rest of the manifest must be what they make
         made = build_manifest(out, spec, spec.shards(), ortools=manifest["ortools_version"],
                               versions=manifest["task_versions"])
@@ -728,15 +777,31 @@ def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | Non
     return None if intact else kept
 
 
-def _salvage_shard(out: Path, rel: str, rows: dict[str, str], spec: GenerateSpec,
-                   ) -> tuple[str | None, dict[str, tuple[bytes, str]]]:
-    """(the first damage found in one shard or its pictures, its intact instances)."""
+class _OnDisk(NamedTuple):
+    """A record intact on disk (it belongs where it lies, was made with the run's settings, its
+    picture is there): its line, digests and picture's SHA-256 (or -), whatever the manifest lists."""
+
+    line: bytes
+    digest: Digest
+    png: str
+
+
+_FIELDS = ("record digest", "reference digest", "PNG digest")  # a records entry's fields after the id
+
+
+def _salvage_shard(out: Path, rel: str, records: dict[str, list[str]], spec: GenerateSpec,
+                   ) -> tuple[str | None, list[_OnDisk], list[tuple[str, str, str]]]:
+    """(the first damage found in one shard or its pictures, its records intact on disk, and for
+    each of those that its manifest entry (in `records`) does not match: (id, the difference
+    named at the file, named at the manifest's field))."""
     file = out / rel
+    rows = {text.split(" ", 1)[0]: text.split(" ")[1:] for text in records.get(rel, [])}
     try:
         raw = file.read_bytes()
     except OSError as e:
-        return f"{file}: {'missing' if isinstance(e, FileNotFoundError) else e.strerror}", {}
-    good: dict[str, tuple[bytes, str]] = {}
+        return f"{file}: {'missing' if isinstance(e, FileNotFoundError) else e.strerror}", [], []
+    found: dict[str, _OnDisk] = {}
+    differ: list[tuple[str, str, str]] = []
     problem = None
     task, difficulty = rel[:-len(".jsonl")].split("/")
     lines = raw.split(b"\n")
@@ -744,31 +809,48 @@ def _salvage_shard(out: Path, rel: str, rows: dict[str, str], spec: GenerateSpec
         where = f"{file}:{number}"
         try:
             digest = digest_line(line, where)
-            png = rows.get(digest.id, "").rpartition(" ")[2]
-            if (digest.task, digest.difficulty) != (task, difficulty) or digest.id in good \
+            if (digest.task, digest.difficulty) != (task, difficulty) or digest.id in found \
                     or digest.index >= spec.count or digest.seed != instance_seed(spec.seed, digest.index):
                 raise DataError(f"{where}: {digest.id} does not belong there")
-            if rows.get(digest.id) is None or rows[digest.id].split(" ")[1:3] != [digest.record, digest.reference]:
-                raise DataError(f"{where}: record {digest.id} differs from the one generated")
             inst = parse_line(line, digest)
             if wrong := get_task(task).settings_mismatch(inst, spec.overrides(task), spec.optimal,
                                                         spec.image_size if spec.images else None, spec.time_limit):
                 raise DataError(f"{where}: {digest.id} was not made with the settings {MANIFEST} names: {wrong}")
-            if png != NO_IMAGE:
+            png = NO_IMAGE
+            if inst.image is not None:
                 picture = out / image_name(digest.id)
                 try:
-                    same = hashlib.sha256(picture.read_bytes()).hexdigest() == png
+                    png = hashlib.sha256(picture.read_bytes()).hexdigest()
                 except OSError:
                     raise DataError(f"{picture}: missing (the record of {digest.id} names it)") from None
-                if not same:
-                    raise DataError(f"{picture}: the picture of {digest.id} differs from the one generated")
         except DataError as e:
             problem = problem or str(e)
             continue
-        good[digest.id] = (line, png)
-    if not problem and (len(good) != spec.count or not raw.endswith(b"\n")):
-        problem = f"{file}: holds {len(good)} records, the dataset has {spec.count}"
-    return problem, good
+        found[digest.id] = _OnDisk(line, digest, png)
+        if (difference := _entry_difference(rows.get(digest.id), digest, png, where, out)) is not None:
+            differ.append((digest.id, *difference))
+    if not problem and (len(found) != spec.count or not raw.endswith(b"\n")):
+        problem = f"{file}: holds {len(found)} records, the dataset has {spec.count}"
+    return problem, list(found.values()), differ
+
+
+def _entry_difference(entry: list[str] | None, digest: Digest, png: str, where: str, out: Path,
+                      ) -> tuple[str, str] | None:
+    """How a record intact on disk differs from its manifest entry (record, reference and PNG
+    digests): (named at the file, as `mmnp generate` would make it again; named at the manifest's
+    field); None when it does not."""
+    if entry is None:
+        return f"{where}: {digest.id} is not in {MANIFEST}", f"its records block does not list {digest.id} ({where})"
+    actual = [digest.record, digest.reference, png]
+    at = next((i for i in range(3) if entry[i] != actual[i]), None)
+    if at is None:
+        return None
+    picture = out / image_name(digest.id)
+    at_file = (f"{where}: record {digest.id} differs from the one generated",
+               f"{where}: the reference of {digest.id} differs from the one generated",
+               f"{picture}: the picture of {digest.id} differs from the one generated")[at]
+    return at_file, (f"its records entry for {digest.id} has the {_FIELDS[at]} {entry[at][:12]}..., "
+                     f"{picture if at == 2 else where} gives {actual[at][:12]}...")
 
 
 def _refuse_foreign(out: Path) -> None:

@@ -279,9 +279,14 @@ def validate_manifest(manifest: Any, where: str) -> dict:
         raise DataError(f"{where}: written by an older mmnp (manifest format {manifest['format_version']}, whose hashes "
                         "are not derived from the content); rebuild the dataset: rerun the `mmnp generate` command "
                         "that made it, in the same folder")
-    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
-        raise DataError(f"{where}: not an mmnp dataset manifest (format {FORMAT_VERSION}); "
-                        "is it a dataset written by `mmnp generate`?")
+    number = manifest.get("format_version") if isinstance(manifest, dict) else None
+    if type(number) is int and number > FORMAT_VERSION:
+        raise DataError(f"{where}: manifest format {number}, from a newer mmnp (this mmnp reads format "
+                        f"{FORMAT_VERSION}); upgrade mmnp to read it, or make the dataset again with this one: rerun "
+                        "the `mmnp generate` command that made it, in the same folder")
+    if number != FORMAT_VERSION:
+        raise DataError(f"{where}: not an mmnp dataset manifest (its format_version is {number!r}, this mmnp reads "
+                        f"format {FORMAT_VERSION}); is it a dataset written by `mmnp generate`?")
     for key, kind in (("arguments", dict), ("counts", dict), ("records", dict), ("task_versions", dict),
                       ("total", int), ("benchmark_hash", str), ("references_hash", str)):
         if not isinstance(manifest.get(key), kind):
@@ -339,7 +344,7 @@ def check_content(manifest: dict, shards: dict[tuple[str, str], list[Digest] | N
             rows[id] = (record, reference, png)
             claimed_png[id] = png
         problems += _shard_problems(manifest, (task, difficulty), rows, found, shard_where(task, difficulty),
-                                    actual_png)
+                                    actual_png, manifest_where)
     digests = [d for found in shards.values() for d in found or ()]
     png = actual_png or (lambda d: claimed_png.get(d.id, NO_IMAGE))
     bench, refs = derive_hashes(digests, png)
@@ -368,9 +373,10 @@ def _refuse_misplaced(shards: dict[tuple[str, str], list[Digest] | None]) -> Non
 
 def _shard_problems(manifest: dict, shard: tuple[str, str], rows: dict[str, tuple[str, str, str]],
                     found: list[Digest] | None, where: str, actual_png: Callable[[Digest], str] | None,
-                    ) -> list[str]:
+                    manifest_where: str) -> list[str]:
     """How one shard's records (None: the file is missing) differ from the manifest's `rows`
-    (id -> record, reference and PNG digests) and counts."""
+    (id -> record, reference and PNG digests) and counts (named at `manifest_where`: a count is
+    the manifest's claim, and an edited one is the manifest's fault)."""
     if found is None:
         return [f"{where}: missing ({MANIFEST} lists it)"]
     arguments = manifest["arguments"]
@@ -395,7 +401,9 @@ def _shard_problems(manifest: dict, shard: tuple[str, str], rows: dict[str, tupl
         problems.append(f"{where}: {missing} is missing (a record was removed)")
     task, difficulty = shard
     claimed = manifest["counts"][task][difficulty]
-    if len(found) != claimed or (generated and claimed != arguments["count"]):
-        problems.append(f"{where}: holds {len(found)} records, {MANIFEST} says {claimed}"
-                        + (f" of {arguments['count']}" if generated else ""))
+    said = f"{manifest_where}: its counts say {claimed} {task} {difficulty} instances"
+    if len(found) != claimed:
+        problems.append(f"{said}, {where} holds {len(found)}")
+    elif generated and claimed != arguments["count"]:
+        problems.append(f"{said}, its arguments say --count {arguments['count']}")
     return problems

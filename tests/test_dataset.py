@@ -7,6 +7,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -370,13 +371,40 @@ def test_an_edited_part_is_generated_again_never_merged(tmp_path, edit):
         change = lambda record, png: hashlib.sha256(other).hexdigest()  # noqa: E731
     _edit_logged(parts[0] / LOG, number, change)
     said = []
-    with pytest.raises(DataError, match=r"part 1/2 is unfinished \(2 of 3 instances\)"):
+    with pytest.raises(DataError, match=r"part 1/2 is damaged, 2 of 3 instances intact: ") as refused:
         merge_parts(tmp_path / "merged", parts, notify=said.append)
-    assert f"{parts[0] / LOG}:{number}:" in said[0], said
+    assert f"intact: {parts[0] / LOG}:{number}:" in str(refused.value) and said == [], (str(refused.value), said)
     result = runner.invoke(app, ["generate", *PARTS, "--shard", "1/2", "--out", str(parts[0])])
     assert result.exit_code == 0, result.output
     merge_parts(tmp_path / "merged", parts)
     assert _tree(tmp_path / "merged") == _tree(straight)
+
+
+def test_merge_names_a_deleted_picture_and_the_one_command_that_repairs_it(tmp_path):
+    """A part's picture deleted: the merge used to say the instance "is generated again" (with a raw
+    [Errno 2]), then that the part is unfinished. A merge only reads its parts: it fails naming the
+    file and the part's command, and that command, run as given, makes the picture again."""
+    parts = [tmp_path / f"part{k}" for k in (1, 2)]
+    for k, part in enumerate(parts, 1):
+        assert runner.invoke(app, ["generate", *PARTS, "--shard", f"{k}/2", "--out", str(part)]).exit_code == 0
+    picture = parts[1] / image_name("knapsack-easy-0001")
+    before = picture.read_bytes()
+    picture.unlink()
+    said = []
+    with pytest.raises(DataError) as refused:
+        merge_parts(tmp_path / "merged", parts, notify=said.append)
+    command = (f"mmnp generate --shard 2/2 --out {parts[1]} --tasks knapsack,tsp --difficulty easy --count 3 "
+               "--seed 4 --image-size 160 --time-limit 0.5")
+    assert str(refused.value) == (f"{parts[1]}: part 2/2 is damaged, 2 of 3 instances intact: {picture}: missing; "
+                                  f"repair it with `{command}` (it makes only those instances again), then merge")
+    assert said == [] and not (tmp_path / "merged").exists()
+    result = runner.invoke(app, shlex.split(command)[1:])
+    assert result.exit_code == 0, result.output
+    assert f"(the first: {picture}: missing); generating them again" in result.output, result.output
+    assert "Errno" not in result.output and picture.read_bytes() == before
+    again = runner.invoke(app, shlex.split(command)[1:])  # the log was rewritten: nothing to report twice
+    assert again.exit_code == 0 and "cannot be kept" not in again.output, again.output
+    assert merge_parts(tmp_path / "merged", parts)["total"] == 6
 
 
 def _unproven(record: dict, png: str) -> None:

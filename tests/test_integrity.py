@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -387,6 +388,92 @@ def test_a_manifest_from_before_format_3_is_refused_with_what_to_do(data):
     (data / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(DataError, match="older mmnp .*format 2.*rerun the `mmnp generate` command"):
         open_dataset(data)
+
+
+def test_a_manifest_from_a_newer_mmnp_says_which_formats_and_what_to_do(data, pristine):
+    manifest = json.loads((data / "manifest.json").read_text())
+    (data / "manifest.json").write_text(json.dumps({**manifest, "format_version": 99}))
+    with pytest.raises(DataError) as refused:
+        open_dataset(data)
+    assert str(refused.value) == (f"{data / 'manifest.json'}: manifest format 99, from a newer mmnp (this mmnp reads "
+                                  "format 3); upgrade mmnp to read it, or make the dataset again with this one: rerun "
+                                  "the `mmnp generate` command that made it, in the same folder")
+    generate_dataset(data, SPEC)  # what the message says does make it again
+    assert _tree(data) == _tree(pristine)
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda m: m["counts"]["knapsack"].update(easy=4), "its counts say 4 knapsack easy instances, {shard} holds 3"),
+    (lambda m: m["arguments"].update(count=4), "its counts say 3 knapsack easy instances, its arguments say --count 4"),
+], ids=["counts", "arguments"])
+def test_a_count_edited_in_the_manifest_is_named_there_with_what_to_do(data, edit, said):
+    """It used to read "knapsack/easy.jsonl: holds 3 records, manifest.json says 4 of 3"."""
+    manifest = json.loads((data / "manifest.json").read_text())
+    edit(manifest)
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError) as refused:
+        open_dataset(data)
+    shard = data / "knapsack" / "easy.jsonl"
+    assert str(refused.value).startswith(f"{data / 'manifest.json'}: {said.format(shard=shard)}"), str(refused.value)
+    assert "The dataset differs from its manifest: rerun the `mmnp generate` command that made it to repair it" \
+        in str(refused.value)
+
+
+def test_a_shard_cut_short_says_that_generate_repairs_it_and_it_does(data, pristine):
+    shard = data / "tsp" / "easy.jsonl"
+    shard.write_bytes(shard.read_bytes()[:-30])
+    with pytest.raises(DataError) as refused:
+        open_dataset(data)
+    assert str(refused.value) == (f"{shard}: its last line has no newline (cut short, or edited by hand); rerun the "
+                                  "`mmnp generate` command that made it to repair it")
+    said = []
+    generate_dataset(data, SPEC, notify=said.append)
+    assert said == [f"damaged: {shard}:3: not valid JSON (Unterminated string starting at); regenerating 1 "
+                    "instance(s) of tsp/easy"], said
+    assert _tree(data) == _tree(pristine)
+
+
+def test_what_cannot_be_read_even_with_allow_modified_says_that_generate_repairs_it(data):
+    """A deleted picture (read when a client asks for it) and, under --allow-modified, a shard's
+    last line cut short are no instance at all: the line says what repairs them, not only what broke."""
+    rerun = "rerun the `mmnp generate` command that made it to repair it"
+    picture = data / image_name("tsp-easy-0000")
+    picture.unlink()
+    with pytest.raises(DataError, match=re.escape(f"{picture}: cannot read the image of tsp-easy-0000 (No such file "
+                                                  f"or directory); {rerun}")):
+        open_dataset(data).picture("tsp-easy-0000")
+    shard = data / "knapsack" / "easy.jsonl"
+    shard.write_bytes(shard.read_bytes()[:-30])
+    with pytest.raises(DataError, match=re.escape(f"{shard}:3: not valid JSON") + r".*; " + re.escape(rerun)):
+        open_dataset(data, allow_modified=True)
+
+
+@pytest.mark.parametrize("field, name", [(1, "record digest"), (2, "reference digest"), (3, "PNG digest")])
+def test_an_edited_manifest_entry_is_blamed_on_the_manifest_not_the_record(data, pristine, field, name):
+    """Only a digest in manifest.json's records block edited: the rerun used to report "the picture
+    of knapsack-easy-0000 differs" (or its record) and make that instance again. The shards and
+    pictures give the manifest's own two hashes, so the entry is what was edited."""
+    manifest = json.loads((data / "manifest.json").read_text())
+    entry = manifest["records"]["knapsack/easy.jsonl"][0].split(" ")
+    true, entry[field] = entry[field], "0" * len(entry[field])
+    manifest["records"]["knapsack/easy.jsonl"][0] = " ".join(entry)
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    said, made = [], []
+    generate_dataset(data, SPEC, notify=said.append, progress=lambda done, total: made.append(total - done))
+    source = data / (image_name("knapsack-easy-0000") if field == 3 else "knapsack/easy.jsonl:1")
+    assert said == [f"damaged: {data / 'manifest.json'}: its records entry for knapsack-easy-0000 has the {name} "
+                    f"000000000000..., {source} gives {true[:12]}...; the shards and pictures are intact (they give "
+                    "its benchmark_hash and references_hash): writing it again"], said
+    assert set(made) == {0} and _tree(data) == _tree(pristine)
+
+
+def test_a_replaced_picture_is_still_blamed_on_the_picture(data, pristine):
+    replaced_picture(data)
+    said = []
+    generate_dataset(data, SPEC, notify=said.append)
+    assert said == [f"damaged: {data / image_name('tsp-easy-0000')}: the picture of tsp-easy-0000 differs from the "
+                    "one generated; regenerating 1 instance(s) of tsp/easy"], said
+    assert _tree(data) == _tree(pristine)
 
 
 def test_image_paths_stay_inside_the_dataset(data, tmp_path):
