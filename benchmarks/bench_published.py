@@ -72,7 +72,7 @@ def published(folder: Path | None, tasks: set[str] | None) -> tuple[list[Publish
         how = (entry["format"], path, entry["task"], entry.get("complement", False), entry.get("unit_costs", False))
         try:
             item = read_file(*how)
-        except DataError:  # over a bound (anything else fails again below, with its own message)
+        except DataError:  # over a bound; a file malformed, not just large, fails again here (main says it)
             with wider_bounds():
                 item = read_file(*how)
             beyond.add(f"{entry['task']}:{entry['name']}")
@@ -100,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
                              "depend on the files' numbering?")
     args = parser.parse_args(argv)
     tasks = set(args.tasks.split(",")) if args.tasks else None
-    items, missing, beyond = published(args.dir, tasks) if args.dir else ([], [], set())
+    try:
+        items, missing, beyond = published(args.dir, tasks) if args.dir else ([], [], set())
+    except DataError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if not args.no_classic:
         shipped = [i for i in classic_instances() if not tasks or i.task in tasks]
         seen = {(i.task, i.name) for i in shipped}

@@ -385,8 +385,11 @@ def _converted(png: bytes, kind: str) -> bytes:
     from PIL import Image
 
     buffer = io.BytesIO()
-    image = Image.open(io.BytesIO(png))
-    (image.convert("RGB") if kind == "JPEG" else image).save(buffer, format=kind)
+    try:  # RGB: what every format Pillow writes takes but one-bit ones (XBM), which are refused here
+        Image.open(io.BytesIO(png)).convert("RGB").save(buffer, format=kind)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"Pillow cannot write this picture as {kind} ({e}); end the --out name in .png, .jpg or "
+                         ".webp") from None
     return buffer.getvalue()
 
 

@@ -41,16 +41,24 @@ def import_command(
                              "give the answer away: Leighton's le450 graphs are coloured by vertex mod k)")] = None,
 ) -> None:
     """Import published instances (TSPLIB, DIMACS, OR-Library, or the shipped classic set) as a dataset."""
-    with progress_bar() as bar:
-        job = bar.add_task("importing", total=None, rate="")
-        try:
-            manifest = importers.import_files(
-                fmt, files or [], out, task, complement, optima, images, optimal, image_size, time_limit, relabel,
-                notice=lambda line: bar.console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False),
-                progress=lambda done, total: bar.update(job, completed=done, total=total))
-        except BaseException:
-            bar.live.transient = True  # a refused file or instance is one line, with no bar above it
-            raise
+    bar, jobs = progress_bar(), []
+
+    def report(done: int, total: int) -> None:  # the bar starts with the first instance, after the files are read
+        if not jobs:
+            bar.start()
+            jobs.append(bar.add_task("importing", total=total, rate=""))
+        bar.update(jobs[0], completed=done, total=total)
+
+    try:
+        manifest = importers.import_files(
+            fmt, files or [], out, task, complement, optima, images, optimal, image_size, time_limit, relabel,
+            notice=lambda line: console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False), progress=report)
+    except BaseException:
+        bar.live.transient = True  # a refused instance is one line, with no bar above it
+        raise
+    finally:
+        if jobs:  # Progress.stop prints a line break off a terminal, started or not
+            bar.stop()
     print_written(manifest, out)
     console.print("  " + ", ".join(f"{t}: {sum(c.values())}" for t, c in manifest["counts"].items()), highlight=False)
 

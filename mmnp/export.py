@@ -334,12 +334,16 @@ def source_command(manifest: dict, out: str = "DATA", part: tuple[int, int] | No
         parts += ["--complement"] if a.get("complement") else []
         parts += [f"--relabel {a['relabel']}"] if a.get("relabel") is not None else []
     else:
-        parts = [f"mmnp generate{f' --shard {part[0]}/{part[1]}' if part else ''} --out {out}", f"--tasks {','.join(a['tasks'])}",
+        shard = f" --shard {part[0]}/{part[1]}" if part else ""
+        parts = [f"mmnp generate{shard} --out {out}", f"--tasks {','.join(a['tasks'])}",
                  f"--difficulty {','.join(a['difficulties'])}", f"--count {a['count']}", f"--seed {a['seed']}"]
-    parts += [f"--image-size {a['image_size']}", f"--time-limit {a['time_limit']:g}"]
+    limit = f"{a['time_limit']:g}"  # 10, not 10.0 ...
+    if float(limit) != a["time_limit"]:  # ... but every digit where :g would round: the run's identity needs them
+        limit = repr(float(a["time_limit"]))
+    parts += [f"--image-size {a['image_size']}", f"--time-limit {limit}"]
     parts += [] if a.get("images", True) else ["--no-images"]
     parts += [] if a.get("optimal", True) else ["--no-optimal"]
-    parts += [f"--param {k}={v}" for k, v in sorted(a.get("params", {}).items())]
+    parts += [f"--param {shlex.quote(f'{k}={v}')}" for k, v in sorted(a.get("params", {}).items())]
     return " ".join(parts)
 
 

@@ -277,10 +277,11 @@ def _read_log(folder: Path, jobs: list[tuple], images: bool, repair: bool = True
               ) -> tuple[dict[str, tuple[bytes, str]], list[str]]:
     """(the finished instances a run's log holds for `jobs`: {id: (record line, PNG SHA-256 or -)},
     why each other line cannot be kept: one located message a line). A torn last line (a kill
-    mid-write) is cut silently; a line that does not belong to these jobs, whose picture is missing
-    or differs, or whose record is not what its job makes (`Task.mismatch`: an edited part must not
-    reach a merged dataset) is dropped. `repair` rewrites the log without what was cut or dropped,
-    so the instances made again are not reported again on the next run."""
+    mid-write) is cut silently (`repair`: from the file too, so the next line starts whole); a line
+    that does not belong to these jobs, whose picture is missing or differs, or whose record is not
+    what its job makes (`Task.mismatch`: an edited part must not reach a merged dataset) is left
+    out, and stays in the file until the run goes on (`_rewrite_log`): a run refused here (another
+    mmnp's versions) loses nothing that the mmnp which started it could resume from."""
     path = folder / LOG
     try:
         raw = path.read_bytes()
@@ -297,9 +298,16 @@ def _read_log(folder: Path, jobs: list[tuple], images: bool, repair: bool = True
             problems.append(str(e))
             continue
         finished[id] = kept
-    if repair and (problems or entries[-1]):
-        atomic_write(path, b"".join(png.encode() + b" " + line + b"\n" for line, png in finished.values()))
+    if repair and entries[-1]:
+        with open(path, "r+b") as f:
+            f.truncate(len(raw) - len(entries[-1]))
     return finished, problems
+
+
+def _rewrite_log(folder: Path, finished: dict[str, tuple[bytes, str]]) -> None:
+    """The log holding only `finished`, once the run goes on to make the rest again: what it left
+    out is not reported again by the next run."""
+    atomic_write(folder / LOG, b"".join(png.encode() + b" " + line + b"\n" for line, png in finished.values()))
 
 
 def _logged(folder: Path, entry: bytes, where: str, wanted: dict[str, tuple], images: bool,
@@ -449,11 +457,13 @@ def generate_dataset(
         if state is None:
             state = _start(out, wanted, manifest, salvaged)
         finished, dropped = _read_log(out, jobs, spec.images)
-        if dropped and notify:
-            notify(f"{len(dropped)} finished instance(s) in {out} cannot be kept (the first: {dropped[0]}); "
-                   "generating them again")
         remaining = [job for job in jobs if _job_id(job) not in finished]
         _refuse_changed_versions(state, spec, remaining, out)
+        if dropped:
+            _rewrite_log(out, finished)
+            if notify:
+                notify(f"{len(dropped)} finished instance(s) in {out} cannot be kept (the first: {dropped[0]}); "
+                       "generating them again")
         if finished and remaining and salvaged is None and notify:
             notify(f"resuming: {len(finished)} of {len(jobs)} instances already finished")
         _execute(out, jobs, finished, workers=workers, executor=executor, ray_address=ray_address, progress=progress)
@@ -736,8 +746,9 @@ def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | Non
     """None when the finished dataset in `out` is intact (every record and picture as its
     manifest lists them, and the manifest consistent); else its intact instances, to be kept
     while the damaged ones are generated again. Damage is blamed on its shard, and only there;
-    where a record and its manifest entry disagree, the side the manifest's two hashes confirm
-    is the intact one (an edited entry is not a damaged picture, and costs no instance)."""
+    where only pictures' digests and their entries disagree and the files give the manifest's two
+    hashes, the entries are what was edited (no instance is made again; its pictures are still
+    drawn again and compared when kept)."""
     say = notify or (lambda message: None)
     try:
         validate_manifest(manifest, str(out / MANIFEST))
@@ -753,7 +764,7 @@ def _salvage(out: Path, manifest: dict, spec: GenerateSpec, notify: Notify | Non
     pngs = {r.digest.id: r.png for r in found}
     confirmed = derive_hashes([r.digest for r in found], lambda d: pngs[d.id]) == \
         (manifest["benchmark_hash"], manifest["references_hash"])
-    if differences and confirmed and not any(problem for problem, _, _ in checked.values()):
+    if differences and None not in differences and confirmed and not any(p for p, _, _ in checked.values()):
         more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
         say(f"damaged: {out / MANIFEST}: {differences[0]}{more}; the shards and pictures are intact (they give its "
             "benchmark_hash and references_hash): writing it again")
@@ -784,9 +795,6 @@ class _OnDisk(NamedTuple):
     line: bytes
     digest: Digest
     png: str
-
-
-_FIELDS = ("record digest", "reference digest", "PNG digest")  # a records entry's fields after the id
 
 
 def _salvage_shard(out: Path, rel: str, records: dict[str, list[str]], spec: GenerateSpec,
@@ -835,22 +843,25 @@ def _salvage_shard(out: Path, rel: str, records: dict[str, list[str]], spec: Gen
 
 
 def _entry_difference(entry: list[str] | None, digest: Digest, png: str, where: str, out: Path,
-                      ) -> tuple[str, str] | None:
+                      ) -> tuple[str, str | None] | None:
     """How a record intact on disk differs from its manifest entry (record, reference and PNG
     digests): (named at the file, as `mmnp generate` would make it again; named at the manifest's
-    field); None when it does not."""
+    field where the entry alone may be wrong, else None); None when it does not differ. Only a PNG
+    digest may be the entry's fault alone: a kept instance's picture is drawn again and compared
+    (`Task.mismatch`), whereas a record's or reference's digest is all that vouches for what only
+    CP-SAT could say again (proof, bound, work), which recomputed hashes would not."""
     if entry is None:
-        return f"{where}: {digest.id} is not in {MANIFEST}", f"its records block does not list {digest.id} ({where})"
+        return f"{where}: {digest.id} is not in {MANIFEST}", None
     actual = [digest.record, digest.reference, png]
     at = next((i for i in range(3) if entry[i] != actual[i]), None)
     if at is None:
         return None
     picture = out / image_name(digest.id)
-    at_file = (f"{where}: record {digest.id} differs from the one generated",
-               f"{where}: the reference of {digest.id} differs from the one generated",
-               f"{picture}: the picture of {digest.id} differs from the one generated")[at]
-    return at_file, (f"its records entry for {digest.id} has the {_FIELDS[at]} {entry[at][:12]}..., "
-                     f"{picture if at == 2 else where} gives {actual[at][:12]}...")
+    if at < 2:
+        return f"{where}: {('record', 'the reference of')[at]} {digest.id} differs from the one generated", None
+    return (f"{picture}: the picture of {digest.id} differs from the one generated",
+            f"its records entry for {digest.id} has the PNG digest {entry[at][:12]}..., {picture} gives "
+            f"{actual[at][:12]}...")
 
 
 def _refuse_foreign(out: Path) -> None:

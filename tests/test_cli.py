@@ -46,6 +46,8 @@ def test_generate_then_verify_and_show(tmp_path):
     result = runner.invoke(app, ["show", "--data", str(out), "--id", inst.id, "--out", str(tmp_path / "shown.txt")])
     assert result.exit_code == 2 and "Pillow writes no picture format named by '.txt'" in result.output
     assert not (tmp_path / "shown.txt").exists()
+    result = runner.invoke(app, ["show", "--data", str(out), "--id", inst.id, "--out", str(tmp_path / "shown.xbm")])
+    assert result.exit_code == 2 and "Pillow cannot write this picture as XBM" in result.output  # one bit a pixel
 
 
 def test_generate_refuses_existing_output_and_bad_input(tmp_path):

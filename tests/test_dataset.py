@@ -646,3 +646,20 @@ def test_a_difficulty_named_twice_is_one_difficulty_in_an_eval_on_the_fly(tmp_pa
     (samples,) = (tmp_path / "r").rglob("samples.jsonl")
     assert sorted(json.loads(line)["id"] for line in samples.read_text().splitlines()) == \
         ["knapsack-easy-0000", "knapsack-easy-0001"]
+
+
+def test_a_resume_refused_for_other_versions_keeps_every_line_of_its_log(tmp_path, monkeypatch):
+    """A run started by another mmnp (a task of another version) is refused, to be finished by the
+    mmnp that started it: that mmnp must still find every instance it finished. Lines this mmnp
+    cannot keep are dropped from the log only once the run goes on."""
+    out = tmp_path / "part"
+    spec = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=3, seed=0, images=False, optimal=False)
+    generate_dataset(out, spec, part=(1, 2))
+    log = (out / LOG).read_bytes()
+    state = json.loads((out / IN_PROGRESS).read_text())
+    state["task_versions"]["knapsack"] = "older"
+    (out / IN_PROGRESS).write_text(json.dumps(state))
+    monkeypatch.setattr(mmnp.task.Task, "mismatch", lambda self, *args: "not what this version makes")
+    with pytest.raises(DataError, match="with the mmnp that started it"):
+        generate_dataset(out, spec, part=(1, 2))
+    assert (out / LOG).read_bytes() == log

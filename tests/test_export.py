@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import os
 from pathlib import Path
 
@@ -618,3 +619,18 @@ def test_the_cards_import_line_renumbers_as_the_import_did(tmp_path, monkeypatch
     assert CliRunner().invoke(app, args).exit_code == 0
     (first,), (second,) = load_dataset(tmp_path / "ds"), load_dataset(tmp_path / "again")
     assert second.data == first.data and second.params == first.params
+
+
+def test_the_rebuild_command_keeps_every_digit_and_quotes_what_the_shell_splits():
+    """The command a card, a merge refusal or a repair names must make the same dataset: a time
+    limit that `:g` would round (12.3457) is another dataset, refused as such."""
+    from mmnp.export import source_command
+
+    arguments = {"tasks": ["tsp"], "difficulties": ["easy"], "count": 3, "seed": 0, "image_size": 768,
+                 "time_limit": 12.3456789, "params": {"tsp.n": "20-30", "meeting_scheduling.rooms": "2 3"}}
+    words = shlex.split(source_command({"arguments": arguments}, "parts/2", (2, 4)))
+    assert words[:6] == ["mmnp", "generate", "--shard", "2/4", "--out", "parts/2"]
+    assert words[words.index("--time-limit") + 1] == "12.3456789"
+    assert "meeting_scheduling.rooms=2 3" in words and "tsp.n=20-30" in words
+    arguments["time_limit"] = 10.0
+    assert "--time-limit 10 " in source_command({"arguments": arguments})

@@ -448,23 +448,58 @@ def test_what_cannot_be_read_even_with_allow_modified_says_that_generate_repairs
         open_dataset(data, allow_modified=True)
 
 
-@pytest.mark.parametrize("field, name", [(1, "record digest"), (2, "reference digest"), (3, "PNG digest")])
-def test_an_edited_manifest_entry_is_blamed_on_the_manifest_not_the_record(data, pristine, field, name):
-    """Only a digest in manifest.json's records block edited: the rerun used to report "the picture
-    of knapsack-easy-0000 differs" (or its record) and make that instance again. The shards and
-    pictures give the manifest's own two hashes, so the entry is what was edited."""
+def test_an_edited_picture_entry_is_blamed_on_the_manifest_not_the_picture(data, pristine):
+    """Only a PNG digest in manifest.json's records block edited: the rerun used to report "the
+    picture of knapsack-easy-0000 differs" and make that instance again. The files give the
+    manifest's own two hashes, and the kept picture is drawn again and compared, so the entry is
+    what was edited: written again, no instance made again."""
     manifest = json.loads((data / "manifest.json").read_text())
     entry = manifest["records"]["knapsack/easy.jsonl"][0].split(" ")
-    true, entry[field] = entry[field], "0" * len(entry[field])
+    true, entry[3] = entry[3], "0" * len(entry[3])
     manifest["records"]["knapsack/easy.jsonl"][0] = " ".join(entry)
     (data / "manifest.json").write_text(json.dumps(manifest))
     said, made = [], []
     generate_dataset(data, SPEC, notify=said.append, progress=lambda done, total: made.append(total - done))
-    source = data / (image_name("knapsack-easy-0000") if field == 3 else "knapsack/easy.jsonl:1")
-    assert said == [f"damaged: {data / 'manifest.json'}: its records entry for knapsack-easy-0000 has the {name} "
-                    f"000000000000..., {source} gives {true[:12]}...; the shards and pictures are intact (they give "
-                    "its benchmark_hash and references_hash): writing it again"], said
+    assert said == [f"damaged: {data / 'manifest.json'}: its records entry for knapsack-easy-0000 has the PNG digest "
+                    f"000000000000..., {data / image_name('knapsack-easy-0000')} gives {true[:12]}...; the shards and "
+                    "pictures are intact (they give its benchmark_hash and references_hash): writing it again"], said
     assert set(made) == {0} and _tree(data) == _tree(pristine)
+
+
+@pytest.mark.parametrize("field", [1, 2], ids=["record digest", "reference digest"])
+def test_a_record_whose_entry_differs_is_made_again_even_under_hashes_that_match(data, pristine, field):
+    """A record's or reference's digest is all that vouches for what only CP-SAT could say again
+    (proof, bound, work): hashes recomputed to match an edited record prove nothing, so the record
+    is made again, whichever side was edited."""
+    manifest = json.loads((data / "manifest.json").read_text())
+    entry = manifest["records"]["knapsack/easy.jsonl"][0].split(" ")
+    entry[field] = "0" * len(entry[field])
+    manifest["records"]["knapsack/easy.jsonl"][0] = " ".join(entry)
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    said = []
+    generate_dataset(data, SPEC, notify=said.append)
+    assert len(said) == 1 and "regenerating 1 instance(s) of knapsack/easy" in said[0], said
+    assert _tree(data) == _tree(pristine)
+
+
+def test_work_counts_edited_under_recomputed_hashes_are_made_again(data, pristine):
+    """What `Task.mismatch` cannot re-derive without CP-SAT (its work counts), edited in a shard and
+    the manifest's hashes recomputed but not its entry: made again, never blessed into the manifest."""
+    from mmnp.integrity import derive_hashes
+
+    _edit_line(data / "knapsack" / "easy.jsonl", 1,
+               lambda r: r["hardness"].update(num_branches=r["hardness"]["num_branches"] + 999))
+    manifest = json.loads((data / "manifest.json").read_text())
+    digests, pngs = [], {}
+    for rel in manifest["records"]:
+        for number, line in enumerate((data / rel).read_bytes().splitlines(), 1):
+            digest = digest_line(line, f"{rel}:{number}")
+            digests.append(digest)
+            pngs[digest.id] = hashlib.sha256((data / image_name(digest.id)).read_bytes()).hexdigest()
+    manifest["benchmark_hash"], manifest["references_hash"] = derive_hashes(digests, lambda x: pngs[x.id])
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    generate_dataset(data, SPEC)
+    assert _tree(data) == _tree(pristine)
 
 
 def test_a_replaced_picture_is_still_blamed_on_the_picture(data, pristine):
