@@ -54,11 +54,12 @@ def import_command(
             fmt, files or [], out, task, complement, optima, images, optimal, image_size, time_limit, relabel,
             notice=lambda line: console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False), progress=report)
     except BaseException:
-        bar.live.transient = True  # a refused instance is one line, with no bar above it
+        if jobs:  # a refused instance is one line: the bar cleared, and not Progress.stop, which prints a
+            bar.live.transient = True  # line break off a terminal
+            bar.live.stop()
         raise
-    finally:
-        if jobs:  # Progress.stop prints a line break off a terminal, started or not
-            bar.stop()
+    if jobs:
+        bar.stop()
     print_written(manifest, out)
     console.print("  " + ", ".join(f"{t}: {sum(c.values())}" for t, c in manifest["counts"].items()), highlight=False)
 

@@ -298,9 +298,12 @@ def _read_log(folder: Path, jobs: list[tuple], images: bool, repair: bool = True
             problems.append(str(e))
             continue
         finished[id] = kept
-    if repair and entries[-1]:
-        with open(path, "r+b") as f:
-            f.truncate(len(raw) - len(entries[-1]))
+    if repair and entries[-1]:  # through the file itself, never a link (as `_Log` appends)
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+        try:
+            os.ftruncate(fd, len(raw) - len(entries[-1]))
+        finally:
+            os.close(fd)
     return finished, problems
 
 

@@ -663,3 +663,18 @@ def test_a_resume_refused_for_other_versions_keeps_every_line_of_its_log(tmp_pat
     with pytest.raises(DataError, match="with the mmnp that started it"):
         generate_dataset(out, spec, part=(1, 2))
     assert (out / LOG).read_bytes() == log
+
+
+def test_a_linked_log_is_never_cut_through_its_link(tmp_path):
+    """Trimming a torn last line writes the log itself: a log replaced by a link to a user's file
+    leaves that file as it was."""
+    out = tmp_path / "part"
+    spec = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=3, seed=0, images=False, optimal=False)
+    generate_dataset(out, spec, part=(1, 2))
+    theirs = tmp_path / "notes.txt"
+    theirs.write_bytes((out / LOG).read_bytes() + b"a line of their own, no newline")
+    (out / LOG).unlink()
+    (out / LOG).symlink_to(theirs)
+    with pytest.raises(OSError):
+        generate_dataset(out, spec, part=(1, 2))
+    assert theirs.read_bytes().endswith(b"a line of their own, no newline")
