@@ -4,7 +4,6 @@ rows those are, and leaves the import bounds as they were."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import benchmark_scripts
 

@@ -9,7 +9,7 @@ import typer
 from typer.core import TyperCommand
 
 from mmnp.clikit import console, progress_bar, user_errors
-from mmnp.errors import MMNPError, UsageError
+from mmnp.errors import MMNPError
 from mmnp.extras import require_extra
 
 app = typer.Typer()
