@@ -17,9 +17,9 @@ from rich.table import Table
 from mmnp import cli_data, clikit
 from mmnp.clikit import console, out_console, print_written, progress_bar, split_list, user_errors
 from mmnp.errors import DataError, UsageError
+from mmnp.evaluation import cli as evaluation_cli
 from mmnp.render import DEFAULT_SIZE
 from mmnp.task import DEFAULT_TIME_LIMIT, TIME_LIMIT_HELP
-from mmnp.evaluation import cli as evaluation_cli
 from mmnp.trainers import cli as trainers_cli
 
 if TYPE_CHECKING:
