@@ -26,7 +26,7 @@ import sys
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from mmnp.core import canonical_json
 from mmnp.errors import DataError, UsageError
@@ -280,7 +280,7 @@ def _read_log(folder: Path, jobs: list[tuple], images: bool, repair: bool = True
     mid-write) is cut silently (`repair`: from the file too, so the next line starts whole); a line
     that does not belong to these jobs, whose picture is missing or differs, or whose record is not
     what its job makes (`Task.mismatch`: an edited part must not reach a merged dataset) is left
-    out, and stays in the file until the run goes on (`_rewrite_log`): a run refused here (another
+    out, and stays in the file until the run goes on (`generate_dataset` writes it again): a run refused here (another
     mmnp's versions) loses nothing that the mmnp which started it could resume from."""
     path = folder / LOG
     try:
@@ -307,10 +307,14 @@ def _read_log(folder: Path, jobs: list[tuple], images: bool, repair: bool = True
     return finished, problems
 
 
-def _rewrite_log(folder: Path, finished: dict[str, tuple[bytes, str]]) -> None:
-    """The log holding only `finished`, once the run goes on to make the rest again: what it left
-    out is not reported again by the next run."""
-    atomic_write(folder / LOG, b"".join(png.encode() + b" " + line + b"\n" for line, png in finished.values()))
+def _log_entry(line: bytes, png: str) -> bytes:
+    """One line of the log: the picture's SHA-256 (or -), then the record line."""
+    return png.encode() + b" " + line + b"\n"
+
+
+def _write_log(folder: Path, entries: Iterable[tuple[bytes, str]]) -> None:
+    """The log holding exactly `entries` ((record line, PNG SHA-256 or -) pairs), written whole."""
+    atomic_write(folder / LOG, b"".join(_log_entry(line, png) for line, png in entries))
 
 
 def _logged(folder: Path, entry: bytes, where: str, wanted: dict[str, tuple], images: bool,
@@ -349,7 +353,7 @@ class _Log:
         self.fd = os.open(folder / LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
 
     def add(self, line: bytes, png: str) -> None:
-        os.write(self.fd, png.encode() + b" " + line + b"\n")
+        os.write(self.fd, _log_entry(line, png))
 
     def close(self) -> None:
         os.fsync(self.fd)
@@ -462,8 +466,8 @@ def generate_dataset(
         finished, dropped = _read_log(out, jobs, spec.images)
         remaining = [job for job in jobs if _job_id(job) not in finished]
         _refuse_changed_versions(state, spec, remaining, out)
-        if dropped:
-            _rewrite_log(out, finished)
+        if dropped:  # once the run goes on: what it left out is not reported again by the next run
+            _write_log(out, finished.values())
             if notify:
                 notify(f"{len(dropped)} finished instance(s) in {out} cannot be kept (the first: {dropped[0]}); "
                        "generating them again")
@@ -504,8 +508,7 @@ def _start(out: Path, wanted: dict, manifest: dict | None, salvaged: dict[str, t
         state = {**wanted, "task_versions": manifest["task_versions"],
                  "ortools_version": manifest["ortools_version"]}
     atomic_write(out / IN_PROGRESS, json.dumps(state, indent=1))
-    atomic_write(out / LOG, b"".join(png.encode() + b" " + line + b"\n"
-                                     for line, png in (salvaged or {}).values()))
+    _write_log(out, (salvaged or {}).values())
     return state
 
 
@@ -686,8 +689,7 @@ def merge_parts(out: str | Path, parts: list[str | Path], *, notify: Notify | No
                     atomic_write(check_writable_inside(out, image_name(id)), (sources[id] / image_name(id)).read_bytes())
                 if progress:
                     progress(done, len(ordered))
-            atomic_write(out / LOG, b"".join(finished[id][1].encode() + b" " + finished[id][0] + b"\n"
-                                             for id in ordered))  # now an unfinished run `generate` could finish
+            _write_log(out, (finished[id] for id in ordered))  # now an unfinished run `generate` could finish
             return _finish(out, spec, state, finished)
 
 
