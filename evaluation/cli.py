@@ -202,6 +202,7 @@ def _report(results: Results, model: str, output_path: Path, max_fail_rate: floa
                           highlight=False)
     where = Path(output_path) / model_dir_name(model)
     console.print(f"[green]wrote[/] {where}/results.json")
+    _warn_empty_answers(where)
     failed, total = results["failed_samples"], results["total_samples"]
     if results["missing_instances"]:
         raise RunError(f"{results['missing_instances']} instance(s) lack samples; run the same command again")
@@ -213,14 +214,40 @@ def _report(results: Results, model: str, output_path: Path, max_fail_rate: floa
                       "results.json says complete: false[/]")
 
 
-def _reasons(folder: Path, most: int = 3) -> str:
-    """The commonest failure reasons in a run's samples, for the one-line error."""
+def _warn_empty_answers(folder: Path) -> None:
+    """Say so when half the answers or more are empty: scored as wrong, as given, but more likely the
+    server's doing (a reasoning parser that keeps the answer in `reasoning_content`, which mmnp does not
+    score, or --max-tokens spent on reasoning) than the model's."""
+    from mmnp.samplelog import SAMPLES, read_samples
+
+    answered = [r for r in read_samples(folder / SAMPLES) if not r.get("failed")]
+    empty = [r for r in answered if not str(r.get("response") or "").strip()]
+    if answered and 2 * len(empty) >= len(answered):
+        stopped = sum(1 for r in empty if r.get("finish_reason") == "length")
+        console.print(f"[yellow]{len(empty)} of {len(answered)} answers are empty ({stopped} stopped at --max-tokens), "
+                      "scored as wrong: a server's reasoning parser may keep the answer in reasoning_content, which "
+                      "mmnp does not score; check the server's settings, or raise --max-tokens[/]", highlight=False)
+
+
+def _reasons(folder: Path, most: int = 3, width: int = 200) -> str:
+    """The commonest failure reasons in a run's samples, for the one-line error: reasons that differ
+    only in their numbers (token counts, sizes) are one kind, shown by its first example, cut at a
+    word within `width` characters."""
+    import re
     from collections import Counter
 
     from mmnp.samplelog import SAMPLES, read_samples
 
-    errors = Counter((r.get("error") or "?")[:80] for r in read_samples(folder / SAMPLES) if r.get("failed"))
-    return "; ".join(f"{n}x {e}" for e, n in errors.most_common(most))
+    kinds: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for record in read_samples(folder / SAMPLES):
+        if record.get("failed"):
+            error = " ".join(str(record.get("error") or "?").split())
+            kind = re.sub(r"(?<!HTTP )\d+(\.\d+)?", "#", error)  # an HTTP status stays a kind of its own
+            kinds[kind] += 1
+            example.setdefault(kind, error)
+    shown = [(n, example[kind]) for kind, n in kinds.most_common(most)]
+    return "; ".join(f"{n}x {e if len(e) <= width else e[:width].rsplit(' ', 1)[0] + ' ...'}" for n, e in shown)
 
 
 @app.command("backends")

@@ -126,9 +126,13 @@ class Delivery:
         self.encoding_checked = True
         stored, bigger = request.image, reencoded(request.image)
         base = self._measure([text_only(request)])[0]
-        if base.error is not None or base.prompt_tokens is None:
-            self._refuse("cannot tell whether images reach the model: "
-                         f"{base.error or 'the reply has no usage.prompt_tokens'}")
+        if base.error is not None:  # the endpoint fails a request without a picture: not an image problem
+            self.encoding = {"status": FAILED, "detail": f"its request without the picture failed: {base.error}"}
+            raise RunError(f"image probe: its request without the picture ({request.key}) failed: {base.error}; "
+                           "nothing else was sent. The endpoint fails plain text requests: check --base-url, the "
+                           "served model and the server's log, then run the same command again")
+        if base.prompt_tokens is None:
+            self._refuse("cannot tell whether images reach the model: the reply has no usage.prompt_tokens")
         self.baselines[baseline_key(request)] = base.prompt_tokens
         variants, costs = [request, replace(request, image=bigger)], [0, 0]
         for _ in range(ENCODING_TRIES):  # each encoding until a replica that reads pictures answers it
@@ -141,7 +145,8 @@ class Delivery:
                     self._refuse(f"the same picture re-encoded in {len(bigger)} bytes (the same pixels) failed: {why}; "
                                  "a vision model reads it as it reads the stored one, a server that counts the "
                                  "base64 text may run out of context" if i else
-                                 f"cannot tell whether images reach the model: {why}")
+                                 f"the request with the picture failed where the same request without it was "
+                                 f"answered: {why}")
                 costs[i] = c.prompt_tokens - base.prompt_tokens
         sizes = [len(stored), len(bigger)]
         block = {"text_only_tokens": base.prompt_tokens, "png_bytes": sizes, "image_tokens": costs}

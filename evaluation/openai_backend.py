@@ -300,7 +300,7 @@ class OpenAIBackend:
         truncated = len(content) > cap
         return Completion(content[:cap], counts[0], counts[1], time.perf_counter() - start, attempts=attempts,
                           truncated=truncated, finish_reason=finish,
-                          refusal=None if refusal is None else _excerpt(self._redact(refusal), cap))
+                          refusal=None if refusal is None else _cut(self._redact(refusal), cap))
 
     def _redact(self, text: str) -> str:
         return self._secret.sub("[REDACTED]", text) if self._secret is not None else text
@@ -361,6 +361,15 @@ def _error_message(body: bytes, redact) -> str:
 
 
 def _excerpt(text: str, limit: int = EXCERPT) -> str:
+    """Server text as one line of an error message: whitespace runs as one space, and control and
+    format characters (a terminal's escape codes, bidirectional overrides) written as escapes."""
+    text = " ".join(text.split())
+    text = "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in ("Cc", "Cf") else ch
+                   for ch in text)
+    return _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
     text = text.encode("utf-8", "replace").decode("utf-8") if not _encodes(text) else text
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 

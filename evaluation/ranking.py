@@ -3,7 +3,8 @@ same protocol, only.
 
 Runs are grouped by dataset (its benchmark hash and references hash, or its own content hash when
 it was evaluated modified on purpose) and by protocol (`runs.Protocol`: samples n, feedback rounds,
-sampling settings, system prompt), each ranking with its own tables under a heading naming both;
+sampling settings, system prompt, the backend options that shape a sample), each ranking with its own
+tables under a heading naming both;
 `mix_datasets` ranks runs on different data together (said so above it), never runs under different
 protocols. Runs that are not complete (failed samples, instances without samples) are left out with a
 line saying which, or shown marked with `include_incomplete`; runs whose numbers are not what their
@@ -55,8 +56,9 @@ class Board:
         for run in runs:
             incomplete = run.incomplete()
             if run.unverified and not include_unverified:
-                left_out.append(f"left out {run.model} ({run.folder}): {run.refusal} (--include-unverified shows it "
-                                "marked, with the numbers its samples earn)")
+                left_out.append(f"left out {run.model} ({run.folder}): {run.refusal}" + (
+                    " (--include-unverified shows it marked, with the numbers its samples earn)"
+                    if run.shows_anything() else ""))
             elif incomplete and not include_incomplete:
                 left_out.append(f"left out {run.model} ({run.folder}): {incomplete}; run the same `mmnp eval` command "
                                 "again to retry, or pass --include-incomplete to show it marked")
@@ -130,9 +132,9 @@ def _check_coverage(runs: list[Run]) -> None:
 def marks(run: Run, modality: str | None = None) -> list[str]:
     """What a row of the run says beside its name: unverified, answers not verified again (its data not at
     hand: its numbers are what the verdicts samples.jsonl stores give, which an edit made consistent would
-    pass), incomplete, images not shown to reach the model."""
+    pass), incomplete, answers cut short, images not shown to reach the model."""
     found = [f"UNVERIFIED: {run.unverified}" if run.unverified else None,
-             ANSWERS_UNCHECKED if run.verified == "samples" else None, run.incomplete(),
+             ANSWERS_UNCHECKED if run.verified == "samples" else None, run.incomplete(), run.cut_answers(),
              run.image_warning() if modality == "image" else None]
     return [mark for mark in found if mark]
 

@@ -137,6 +137,7 @@ class Protocol:
     max_tokens: int | None = None
     system_prompt: str | None = None
     extra: str = ""  # --gen-kwargs, as JSON
+    options: str = ""  # the backend options that shape a sample (config.model_args: image_detail, dtype...), as JSON
 
     @classmethod
     def of(cls, results: dict) -> Protocol:
@@ -145,16 +146,17 @@ class Protocol:
         samples, rounds = config.get("samples"), config.get("rounds", 1)
         value = lambda key: sampling[key] if number(sampling.get(key)) else None  # noqa: E731
         prompt = config.get("system_prompt")
-        extra = sampling.get("extra")
+        extra, options = sampling.get("extra"), config.get("model_args")
         return cls(samples if type(samples) is int else None, rounds if type(rounds) is int else 1,
                    value("temperature"), value("top_p"), value("max_tokens"),
                    prompt if isinstance(prompt, str) else None,
-                   json.dumps(extra, sort_keys=True, default=str) if extra else "")
+                   json.dumps(extra, sort_keys=True, default=str) if extra else "",
+                   json.dumps(options, sort_keys=True, default=str) if options else "")
 
     @property
     def key(self) -> str:
         return json.dumps([self.samples, self.rounds, self.temperature, self.top_p, self.max_tokens,
-                           self.system_prompt, self.extra])
+                           self.system_prompt, self.extra, self.options])
 
     def describe(self) -> str:
         """The protocol in words, for the heading of its tables."""
@@ -169,6 +171,8 @@ class Protocol:
             settings.append(f"system prompt sha256 {hashlib.sha256(self.system_prompt.encode()).hexdigest()[:8]}")
         if self.extra:
             settings.append(f"request fields {cap(self.extra, 80)}")
+        if self.options:
+            settings.append(f"backend options {cap(self.options, 80)}")
         return (f"best of {self.samples} sample{'s' * (self.samples != 1)}, {answers}"
                 + (f" ({', '.join(s for s in settings if s)})" if any(settings) else ""))
 
@@ -201,6 +205,10 @@ class Run:
     def modalities(self) -> list[str]:
         return [m for m, metrics in self.results["metrics"].items() if m != PROBE and metrics]
 
+    def shows_anything(self) -> bool:
+        """Whether results.json holds any figure: a score or a probe's."""
+        return bool(self.modalities() or self.probe())
+
     @property
     def dataset(self) -> Dataset:
         return Dataset.of(self.results)
@@ -225,6 +233,16 @@ class Run:
         if r.get("complete") is False and not parts:
             parts.append("results.json says complete: false")
         return "incomplete: " + ", ".join(parts) if parts else None
+
+    def cut_answers(self) -> str | None:
+        """Set when some answers were cut short: at the backend's size cap (`max_response_chars`), or
+        stopped by the model's token limit (`--max-tokens`), so a low score may be the cap's, not the
+        model's."""
+        usage = self.results.get("usage") if isinstance(self.results.get("usage"), dict) else {}
+        counts = [(usage.get("truncated_responses"), "at the response size cap (max_response_chars)"),
+                  (usage.get("length_stops"), "at --max-tokens")]
+        parts = [f"{count} {where}" for count, where in counts if type(count) is int and count > 0]
+        return "answers cut: " + ", ".join(parts) if parts else None
 
     def image_warning(self) -> str | None:
         """Set when the image scores count samples whose picture was not shown to reach the model
@@ -541,6 +559,10 @@ def verify(run: Run, data: DataCache) -> None:
         if computed is not None:  # shown (when asked) with what its samples earn, never results.json's claim
             run.results = {**run.results, **computed}
 
+    if not path.exists() and not run.shows_anything():  # a run stopped before its first answer (endpoint down)
+        why = run.incomplete() or "results.json holds no figure"
+        return refuse("no samples", f"{path}: not there: the run answered no sample ({why}); run the same "
+                      "`mmnp eval` command again once what stopped it is fixed (the error it ended with says what)")
     if not path.exists():
         return refuse("no samples.jsonl", f"{path}: not there, so results.json's numbers cannot be recomputed; "
                       "keep a results folder whole (results.json with its samples.jsonl)")

@@ -75,7 +75,8 @@ class FakeOpenAI:
     text)` may name a reply of `SHAPES` or `OUTCOMES` (or "echo_key": an error echoing the Authorization header,
     or "huge:N": a content of N characters, "echo_key_at:N": an error whose message has the Authorization
     header at character N, "echo_key_upper" / "echo_key_escaped": the key upper-cased / as \\u escapes,
-    "content_key_at:N": a reply whose content has the key at character N) to send instead.
+    "content_key_at:N": a reply whose content has the key at character N, "error_message:TEXT": an HTTP 400
+    with that message) to send instead.
     `drop_images`: the server ignores pictures, as a text-only model behind an OpenAI-compatible
     server does (True, or a function of the request number: one replica of a pool, `replica_pool`);
     `count_base64`: a text-only server that counts the data URL's text as prompt tokens; `context`:
@@ -156,6 +157,8 @@ class FakeOpenAI:
                     at = int(shape.split(":")[1])
                     message = "x" * at + seen + " was refused"
                     return self._send(400, json.dumps({"error": {"message": message}}).encode())
+                if shape and shape.startswith("error_message:"):  # an error whose message is given as is
+                    return self._send(400, json.dumps({"error": {"message": shape.split(":", 1)[1]}}).encode())
                 if shape == "echo_key_upper":
                     return self._send(400, json.dumps({"error": {"message": f"bad key {seen.upper()}"}}).encode())
                 if shape == "echo_key_escaped":

@@ -105,6 +105,23 @@ def test_a_base64_counting_server_out_of_context_is_refused(small_dataset, insta
     assert _results(tmp_path)["image_probe"]["status"] == "failed"
 
 
+def test_a_failing_endpoint_is_not_blamed_on_pictures(small_dataset, instances, tmp_path):
+    """The check's request without the picture fails (HTTP 500): the endpoint is at fault, so the line says
+    so and never advises skipping the check; a request failing only with its picture says that instead."""
+    with FakeOpenAI(oracle(instances), lambda n, text: (500, 0.0)) as server:
+        result = _eval(server.url, small_dataset, tmp_path / "down")
+        assert _checks(server)[1] == []
+    assert result.exit_code == 1, result.output
+    assert "image probe: its request without the picture (" in result.output and "HTTP 500" in result.output
+    assert "--skip-image-probe" not in result.output and "vision model" not in result.output
+    assert _results(tmp_path / "down")["image_probe"]["status"] == "failed"
+    with FakeOpenAI(oracle(instances), context=400) as server:  # the text fits, the picture's tokens do not
+        result = _eval(server.url, small_dataset, tmp_path / "small")
+    assert result.exit_code == 1, result.output
+    assert ("the request with the picture failed where the same request without it was answered: HTTP 400: "
+            "maximum context length is 400 tokens") in " ".join(result.output.split())
+
+
 def test_a_vision_server_passes_and_each_sample_records_its_picture_cost(small_dataset, instances, tmp_path):
     with FakeOpenAI(oracle(instances)) as server:
         result = _eval(server.url, small_dataset, tmp_path, "--modality", "both", tasks="all")

@@ -808,6 +808,19 @@ def test_a_run_without_its_samples_is_not_ranked(results_dir, tmp_path):
     assert {r["model"] for r in _table(md, "Leaderboard")} == {"solver:random (UNVERIFIED: no samples.jsonl)"}
 
 
+def test_a_run_that_answered_nothing_is_told_to_run_again(little, tmp_path, capsys):
+    """An endpoint down from the first request: eval writes results.json (complete: false) and no sample;
+    the leaderboard says so and asks for the run again, not for a results folder kept whole."""
+    result = runner.invoke(app, ["eval", "--model", "openai:fake", "--base-url", "http://127.0.0.1:9/v1", "--data",
+                                 str(little), "--max-retries", "0", "--output-path", str(tmp_path / "down")])
+    assert result.exit_code == 1 and "the first request" in result.output, result.output
+    folder = tmp_path / "down" / "openai_fake"
+    line = _refused([folder], capsys)
+    assert (f"left out openai:fake ({folder}): {folder / 'samples.jsonl'}: not there: the run answered no sample "
+            "(incomplete: 8 instances without samples); run the same `mmnp eval` command again") in line
+    assert "keep a results folder whole" not in line and "--include-unverified" not in line
+
+
 def test_a_cut_off_last_sample_is_blamed_on_samples_jsonl_and_a_rerun_repairs_it(results_dir, small_dataset,
                                                                                   tmp_path, capsys):
     """A samples.jsonl whose last line is cut short (an interrupted write, a truncated copy) lacks that sample:
@@ -1060,6 +1073,26 @@ def test_a_later_run_cut_short_in_the_folder_does_not_refuse_the_finished_one(li
     assert any(r["failed"] for r in map(json.loads, (folder / "samples.jsonl").read_text().splitlines()))
     md = make_leaderboard([folder])
     assert "left out" not in md and {r["model"] for r in _table(md, "Leaderboard")} == {"openai:fake"}
+
+
+def test_runs_with_other_sample_shaping_options_are_ranked_apart_and_cut_answers_marked(little, tmp_path):
+    """`--model-args` options that change what a sample is (a picture's detail, the response cap) make
+    another protocol, as max tokens does; a run whose answers were cut at the cap says so on its row."""
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI(lambda text, png: "Answer: [0, 1]") as server:
+        common = ["--model", "openai:fake", "--base-url", server.url, "--data", str(little), "--difficulty", "easy"]
+        plain = _run(tmp_path / "plain", *common)
+        low = _run(tmp_path / "low", *common, "--model-args", "image_detail=low")
+        cut = _run(tmp_path / "cut", *common, "--model-args", "max_response_chars=8")
+    md = make_leaderboard([plain, low, cut])
+    heads = list(_sections(md))
+    assert len(heads) == 3
+    assert sum('backend options {"image_detail": "low"}' in h for h in heads) == 1
+    assert sum('backend options {"max_response_chars": 8}' in h for h in heads) == 1
+    shown = [r["model"] for text in _sections(md).values() for r in _table(text, "Leaderboard")]
+    assert sorted(shown) == ["openai:fake", "openai:fake",
+                             "openai:fake (answers cut: 4 at the response size cap (max_response_chars))"]
 
 
 def test_pictures_drawn_again_as_other_bytes_still_have_their_answers_verified(tmp_path, monkeypatch, capsys):

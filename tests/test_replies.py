@@ -5,6 +5,7 @@ capped; the API key never reaches a file or the screen. Through the real CLI and
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -85,6 +86,36 @@ def test_malformed_reply_is_a_failed_sample_then_retried(shape, small_dataset, i
 
     rescored = _eval("http://127.0.0.1:9/v1", small_dataset, tmp_path, "--rescore")  # resume data stays readable
     assert rescored.exit_code == 0, rescored.output
+
+
+def test_a_server_message_is_one_line_and_failures_differing_in_numbers_are_one_kind(small_dataset, instances,
+                                                                                     tmp_path):
+    """A server's message over several lines, with a terminal's escape codes, reaches the screen and
+    samples.jsonl as one line with the codes escaped; the summary counts failures that differ only in
+    a number as one kind, and cuts a long reason at a word."""
+    said = {inst.prompt: f"error_message:Invalid request.\nThe prompt has {1000 + i} tokens\n\x1b[2Jcleared "
+            + "and more words " * 20 for i, inst in enumerate(instances) if i in (1, 3)}
+    with FakeOpenAI(oracle(instances), shape=lambda n, text: said.get(text)) as server:
+        result = _eval(server.url, small_dataset, tmp_path, "--max-fail-rate", "0")
+    assert result.exit_code == 1, result.output
+    summary = next(line for line in result.output.splitlines() if "2 of 4 samples failed" in line)
+    assert re.search(r"\(2x HTTP 400: Invalid request\. The prompt has 100[13] tokens \\x1b\[2Jcleared and more "
+                     r"words( and more words)*( and more)? \.\.\.\); results\.json says complete: false", summary), summary
+    assert "\x1b" not in result.output
+    errors = [r["error"] for r in read_samples(tmp_path / "openai_fake" / "samples.jsonl") if r["failed"]]
+    assert len(errors) == 2 and all("\n" not in e and "\x1b" not in e and "\\x1b[2J" in e for e in errors)
+
+
+def test_a_run_of_empty_answers_says_so(small_dataset, instances, tmp_path):
+    """Empty answers score as wrong, as given; when half or more are empty the run says it is likelier the
+    server's doing (the answer kept in reasoning_content) and what to check. A run of answers says nothing."""
+    with FakeOpenAI(lambda text, png: "") as server:
+        empty = _eval(server.url, small_dataset, tmp_path / "empty")
+    assert empty.exit_code == 0, empty.output
+    assert "4 of 4 answers are empty (0 stopped at --max-tokens), scored as wrong" in " ".join(empty.output.split())
+    with FakeOpenAI(oracle(instances)) as server:
+        answered = _eval(server.url, small_dataset, tmp_path / "answered")
+    assert answered.exit_code == 0 and "answers are empty" not in answered.output, answered.output
 
 
 def test_length_content_filter_and_refusal_are_scored_and_counted(small_dataset, instances, tmp_path):
