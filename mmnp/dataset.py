@@ -79,8 +79,10 @@ def read_manifest(path: str | Path) -> dict:
     try:
         manifest = json.loads(text)
     except json.JSONDecodeError as e:
-        raise DataError(f"{file}:{e.lineno}: not valid JSON ({e.msg}, column {e.colno}); "
-                        "regenerate the dataset with `mmnp generate`") from None
+        raise DataError(f"{file}:{e.lineno}: not valid JSON ({e.msg}, column {e.colno}): the manifest is damaged, "
+                        "and as it alone says which files are mmnp's, nothing repairs it in place: restore it from a "
+                        "copy, or make the dataset again in an empty folder (the `mmnp generate` command that made it, "
+                        "with another --out)") from None
     return validate_manifest(manifest, str(file))
 
 
@@ -145,6 +147,12 @@ class Dataset:
         inst = parse_line(line, digest)
         if self.allow_modified:
             _check_edited(inst, digest.where)
+        elif problem := get_task(inst.task).reference_mismatch(inst):  # the hashes were recomputed over an edit
+            raise DataError(f"{digest.where}: {inst.id}: {problem}: the record was edited and its manifest's hashes "
+                            f"recomputed to match; {_rebuild(self.manifest, self.path)}")
+        elif problem := _claim_mismatch(inst, self.manifest["arguments"]):  # what no hash covers: the arguments
+            raise DataError(f"{self.path / MANIFEST}: its arguments say {problem}: the manifest was edited; make the "
+                            "dataset again: the `mmnp generate` command that made it, with --overwrite")
         if not self.allow_modified and (inst.image is None) != (self._pngs.get(inst.id, NO_IMAGE) == NO_IMAGE):
             raise DataError(f"{digest.where}: record {inst.id} {'names' if inst.image else 'has no'} picture, "
                             f"{MANIFEST} lists {'none' if inst.image else 'one'}")
@@ -244,6 +252,18 @@ def _rebuild(manifest: dict, path: Path) -> str:
     if "import" in manifest["arguments"]:
         return f"move {path} aside, then rerun the `mmnp import` command that made it (it writes only a new folder)"
     return "rerun the `mmnp generate` command that made it to repair it"
+
+
+def _claim_mismatch(inst: Instance, arguments: dict) -> str | None:
+    """What of a generated dataset's arguments a record contradicts (an exact reference exactly when
+    `optimal`, a picture exactly when `images`), or None: `mmnp audit` makes instances again by them."""
+    if "import" in arguments:
+        return None
+    has = {"optimal": inst.reference.get("optimal") is not None, "images": inst.image is not None}
+    for name, what in (("optimal", "an exact reference"), ("images", "a picture")):
+        if name in arguments and has[name] != arguments[name]:
+            return f"{name}={arguments[name]}, and {inst.id} {'has' if has[name] else 'lacks'} {what}"
+    return None
 
 
 def _check_edited(inst: Instance, where: str) -> None:

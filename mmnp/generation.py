@@ -495,7 +495,10 @@ def _existing(out: Path, spec: GenerateSpec, part: tuple[int, int] | None, state
     manifest = _read_json(out / MANIFEST)
     if part is not None:
         raise UsageError(f"{out} holds a finished dataset; a part (--shard) is written to a folder of its own")
-    if not isinstance(manifest, dict) or manifest.get("arguments") != spec.to_json():
+    if not isinstance(manifest, dict):
+        raise UsageError(f"{out / MANIFEST} is damaged (not a JSON object), and as it alone says which files are "
+                         f"mmnp's, nothing in {out} is used or replaced: restore it from a copy, or choose an empty --out")
+    if manifest.get("arguments") != spec.to_json():
         raise UsageError(f"{out} is not empty and holds a different dataset; pass --overwrite "
                          "to replace it, or choose another --out")
     return manifest, _salvage(out, manifest, spec, notify)
@@ -555,7 +558,7 @@ def plan_audit(data: str | Path, sample: int | None = None, *, seed: int = 0) ->
     spec = GenerateSpec.from_json(arguments)
     made_with = {"mmnp": manifest.get("mmnp_version"), "OR-Tools": manifest.get("ortools_version"),
                  "pictures": manifest.get("picture_version"), **manifest["task_versions"]}
-    here = {"mmnp": __version__, "OR-Tools": ortools_version() if spec.optimal else None,
+    here = {"mmnp": __version__, "OR-Tools": ortools_version() if spec.optimal or made_with["OR-Tools"] else None,
             "pictures": PICTURE_VERSION, **task_versions(manifest["task_versions"])}
     if not spec.images:
         made_with.pop("pictures"), here.pop("pictures")

@@ -61,7 +61,7 @@ def extract_answer(text: Any) -> str:
     """The value after the last `Answer:` marker, with markdown and code fences removed."""
     rest = _value_start(text)
     if rest[0] in _OPEN:
-        return _bracketed(rest)
+        return _bracketed_values(rest)
     line = rest.split("\n", 1)[0].strip().rstrip(".`*$}")
     if not line:
         raise ParseError("the 'Answer:' line is empty")
@@ -69,25 +69,82 @@ def extract_answer(text: Any) -> str:
         # prose before the value ("Answer: the items are [1, 4]"): start at the first bracket
         bracket = min((i for i in (line.find(c) for c in _OPEN) if i >= 0), default=-1)
         if bracket >= 0:
-            return _bracketed(rest[rest.index(line) + bracket :])
+            return _bracketed_values(rest[rest.index(line) + bracket :])
     return line
 
 
 def read_answer(text: Any) -> Any:
     """The last `Answer:` value as data. Well-formed JSON-like answers (tuples included)
-    take one C-speed `raw_decode`; anything else goes through the bounded literal reader."""
+    take one C-speed `raw_decode`; anything else goes through the bounded literal reader,
+    which reads the same value where both can (the fast path stands down where turning
+    tuples into lists would change it: mismatched brackets, or more values on the line)."""
     rest = _value_start(text)
-    if rest[0] in "[(" and "'" not in rest:
+    if rest[0] in "[(":
         try:
-            loaded, _ = _DECODER.raw_decode(rest.translate(_TUPLES_AS_LISTS))
+            loaded, end = _DECODER.raw_decode(rest.translate(_TUPLES_AS_LISTS))
         except (ValueError, RecursionError):
             pass
         else:
-            return _normalise(loaded, 0)
+            value = rest[:end]
+            if _NEXT_VALUE.match(rest, end) is None and _tuples_safe(value):
+                nested = value.count("[") + value.count("(") > 1  # else `_normalise` checks the numbers at C speed
+                return _normalise(loaded, 0, nested and _small_numbers(value))
     return parse_value(extract_answer(text))
 
 
-_DECODER = json.JSONDecoder()
+class _Pairs(list):
+    """A JSON object as its (key, value) pairs, in order, a repeated key kept: a colouring that names a
+    vertex twice is a repeated vertex, as the literal reader reads it, never its last colour alone."""
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_Pairs)
+# another bracketed value after the first on its line: `(0, 0, "09:30"), (1, 0, "14:00")` is a list of both
+_NEXT_VALUE = re.compile(r"[ \t]*(?:,|;|->|=>|→|⟶)[ \t]*[\[({]")
+_DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
+
+
+def _small_numbers(value: str) -> bool:
+    """Whether every number JSON reads in `value` is an int within range and every list is within
+    MAX_ITEMS: no float (a point, an exponent, NaN, Infinity), no 13 digits in a row, and fewer
+    characters than MAX_ITEMS. String methods only (a regex for this costs more than the decoding)."""
+    return (len(value) < MAX_ITEMS and "." not in value and "e" not in value and "E" not in value
+            and "N" not in value and "I" not in value and "0" * (MAX_DIGITS + 1) not in value.translate(_DIGITS_AS_ZERO))
+_BRACKETS_ONLY = str.maketrans("", "", "".join(chr(c) for c in range(128) if chr(c) not in "[](){}"))
+
+
+def _tuples_safe(value: str) -> bool:
+    """Whether turning `value`'s parentheses into square brackets reads it as the literal reader does:
+    every bracket closes the kind it opened (`[0, 1)` is not `[0, 1]`) and no string holds one
+    (`("a)", 1)` keeps its "a)"). String methods only: this runs on every tuple answer in an RL loop."""
+    if "(" not in value and ")" not in value:  # nothing was turned into a list's bracket
+        return True
+    if "\\" in value:  # an escaped quote would shift the strings below: leave it to the literal reader
+        return False
+    parts = value.split('"')  # outside strings, inside, outside, ...
+    inside = "".join(parts[1::2])
+    if "(" in inside or ")" in inside or "[" in inside or "]" in inside:
+        return False
+    brackets = "".join(parts[::2]).translate(_BRACKETS_ONLY)  # any other character left in: "not safe"
+    for _ in range(MAX_DEPTH + 2):  # innermost pairs away, one level a pass
+        inner = brackets.replace("()", "").replace("[]", "").replace("{}", "")
+        if inner == brackets:
+            break
+        brackets = inner
+    return not brackets
+
+
+def _bracketed_values(rest: str) -> str:
+    """The bracketed value at the start of `rest`; where more follow it on its line, separated by
+    commas, semicolons or arrows, all of them as one list, never the first alone."""
+    value = _bracketed(rest)
+    end, more = len(value), False
+    while (follows := _NEXT_VALUE.match(rest, end)) is not None:
+        start = follows.end() - 1
+        end = start + len(_bracketed(rest[start:]))
+        more = True
+        if end > MAX_VALUE_CHARS:
+            raise ParseError(f"the answer is longer than {MAX_VALUE_CHARS} characters")
+    return f"[{rest[:end]}]" if more else value
 
 
 def _last_marker_end(text: str) -> int | None:
@@ -143,7 +200,7 @@ def parse_value(value: str) -> Any:
         raise ParseError(f"the answer is longer than {MAX_VALUE_CHARS} characters")
     if value[:1] in "[{":
         try:
-            loaded = json.loads(value)
+            loaded = json.loads(value, object_pairs_hook=_Pairs)
         except (ValueError, RecursionError):
             pass  # not strict JSON: single quotes, bare words, arrows; the literal reader takes it
         else:
@@ -153,6 +210,7 @@ def parse_value(value: str) -> Any:
 
 _TUPLES_AS_LISTS = str.maketrans("()", "[]")
 _INT = frozenset((int,))
+_LEAVES = frozenset((int, str))
 
 
 def ints_only(values: list) -> bool:
@@ -162,10 +220,15 @@ def ints_only(values: list) -> bool:
     return {*map(type, values)} <= _INT
 
 
-def _normalise(obj: Any, depth: int) -> Any:
-    """JSON objects become [key, value] pair lists, keys that spell integers become ints."""
+def _normalise(obj: Any, depth: int, in_range: bool = False) -> Any:
+    """JSON objects become [key, value] pair lists, keys that spell integers become ints. `in_range`:
+    the text read holds no number that could be out of range (`_small_numbers`)."""
     if depth > MAX_DEPTH:
         raise ParseError(f"the answer is nested more than {MAX_DEPTH} levels deep")
+    if type(obj) is _Pairs:
+        if len(obj) > MAX_ITEMS:
+            raise ParseError(f"the answer has more than {MAX_ITEMS} entries")
+        return [[_key(k), _normalise(v, depth + 1)] for k, v in obj]
     if isinstance(obj, list):
         if len(obj) > MAX_ITEMS:
             raise ParseError(f"the answer has more than {MAX_ITEMS} entries")
@@ -177,11 +240,11 @@ def _normalise(obj: Any, depth: int) -> Any:
         for x in obj:  # leaves inline: answers are wide and shallow
             if type(x) is int and -_LIMIT < x < _LIMIT or type(x) is str:
                 out.append(x)
+            elif type(x) is list and in_range and {*map(type, x)} <= _LEAVES and depth < MAX_DEPTH:
+                out.append(x)  # ids and times (a schedule's entry), every number known small: one C pass
             else:
-                out.append(_normalise(x, depth + 1))
+                out.append(_normalise(x, depth + 1, in_range))
         return out
-    if isinstance(obj, dict):
-        return [[_key(k), _normalise(v, depth + 1)] for k, v in obj.items()]
     if isinstance(obj, int) and not isinstance(obj, bool) and not -_LIMIT < obj < _LIMIT:
         raise ParseError("a number in the answer is too large")
     if isinstance(obj, float) and not -_LIMIT < obj < _LIMIT:  # also rejects inf and NaN
@@ -205,6 +268,9 @@ class _LiteralReader:
             text = m.group(kind)
             if kind == "bad":
                 raise ParseError(f"unexpected character {text!r} in the answer")
+            if kind == "num" and text[0] in "+-" and self.tokens and self.tokens[-1][0] == "num":
+                raise ParseError(f"{self.tokens[-1][1] + text!r} reads as arithmetic, which the answer is not: separate "
+                                 "its numbers with commas")  # `1+1` and `2-3` are not [1, 1] and [2, -3]
             self.tokens.append((kind, text))
             if len(self.tokens) > 4 * MAX_ITEMS:
                 raise ParseError(f"the answer has more than {MAX_ITEMS} entries")
@@ -279,7 +345,8 @@ def _pairs_if_mapping(items: list, braces: bool = False) -> list:
         return [str(x) if type(x) is _Time else x for x in items]
     if len(items) % 3 or any(items[i] is not _COLON for i in range(1, len(items), 3)):
         raise ParseError("a mapping in the answer is not a list of 'key: value' pairs")
-    return [[items[i], str(items[i + 2]) if type(items[i + 2]) is _Time else items[i + 2]]
+    return [[_key(items[i]) if type(items[i]) is str else items[i],  # '0' as a key is 0, as JSON's "0" is
+             str(items[i + 2]) if type(items[i + 2]) is _Time else items[i + 2]]
             for i in range(0, len(items), 3)]
 
 

@@ -236,6 +236,25 @@ class Task:
         except Exception as e:  # noqa: BLE001 - a hostile record is reported, never a crash
             return f"its record is malformed ({type(e).__name__})"
 
+    def reference_mismatch(self, inst: Instance) -> str | None:
+        """Which of a record's references (heuristic, planted, exact) does not verify, feasible, to
+        the objective it records, or None; never raises. Microseconds a reference: what every
+        reader checks, since a record edited with its manifest's hashes recomputed passes the
+        hashes, and QR would be taken against an objective no solution has."""
+        try:
+            reference = inst.reference
+            for source in ("heuristic", "planted", "optimal"):
+                made = reference.get(source)
+                if made is None and source != "heuristic":
+                    continue
+                objective, violations = self.verifier.check(inst.data, made["solution"])
+                if violations or objective != made["objective"]:
+                    found = f"is infeasible ({violations[0].kind})" if violations else f"has objective {objective:g}"
+                    return f"its {source} reference's solution {found}, where the record says {made['objective']:g}"
+            return None
+        except Exception as e:  # noqa: BLE001 - a hostile record is reported, never a crash
+            return f"its references are malformed ({type(e).__name__})"
+
     def settings_mismatch(self, inst: Instance, overrides: Mapping[str, Any], optimal: bool,
                           image_size: int | None, time_limit: float = DEFAULT_TIME_LIMIT) -> str | None:
         """What in a record contradicts the settings a dataset claims to be made with, or None;
@@ -243,8 +262,9 @@ class Task:
         of a finished dataset checks on every record, since its manifest's `arguments` are a claim
         no hash covers: the instance part drawn again from the seed with `overrides`, an exact
         reference and hardness exactly when `optimal`, the exact solver's work within what
-        `time_limit` allows (`_time_limit_mismatch`), a picture exactly when `image_size` (None:
-        --no-images), drawn that wide."""
+        `time_limit` allows (`_time_limit_mismatch`), each reference verifying to its objective
+        (`reference_mismatch`), a picture exactly when `image_size` (None: --no-images), drawn
+        that wide."""
         try:
             problem, _, _ = self._drawn_mismatch(inst, overrides)
             if problem:
@@ -252,6 +272,8 @@ class Task:
             if (inst.reference.get("optimal") is not None or inst.hardness is not None) != optimal:
                 return f"it {'lacks' if optimal else 'has'} an exact reference (the settings say optimal={optimal})"
             if optimal and (problem := _time_limit_mismatch(inst.hardness, time_limit)):
+                return problem
+            if problem := self.reference_mismatch(inst):
                 return problem
             if image_size is None:
                 return "it describes a picture (the settings say --no-images)" \

@@ -281,6 +281,53 @@ def test_a_rewritten_manifest_gets_the_contents_hashes_never_the_release(data, p
     assert forged[changed] != canonical[changed]
 
 
+def test_a_manifest_that_is_not_json_is_named_with_a_remedy_that_works(data):
+    """manifest.json cut short: readers said "regenerate", generate said "a different dataset; pass
+    --overwrite", and --overwrite refused (nothing there known to be mmnp's). Now each says the same:
+    restore it, or make the dataset in an empty folder; nothing there is used or deleted."""
+    (data / "manifest.json").write_text('{"garbage": ')
+    before = _tree(data)
+    with pytest.raises(DataError, match=r"manifest.json:1: not valid JSON .*: the manifest is damaged, .* restore it "
+                                        r"from a copy, or make the dataset again in an empty folder"):
+        list(load_dataset(data))
+    with pytest.raises(UsageError, match=r"manifest.json is damaged \(not a JSON object\), .* nothing in .* is used "
+                                         r"or replaced: restore it from a copy, or choose an empty --out"):
+        generate_dataset(data, SPEC)
+    assert _tree(data) == before
+
+
+@pytest.mark.parametrize("claim", ["optimal", "images"])
+def test_arguments_the_records_contradict_are_refused_by_readers(data, claim):
+    """No hash covers the manifest's arguments: `optimal: false` over exact references (or `images: false`
+    over pictures) was read as intact, and `mmnp audit` then blamed the OR-Tools version."""
+    manifest = json.loads((data / "manifest.json").read_text())
+    manifest["arguments"][claim] = False
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    what = {"optimal": "an exact reference", "images": "a picture"}[claim]
+    with pytest.raises(DataError, match=re.escape(f"{data / 'manifest.json'}: its arguments say {claim}=False, and ")
+                       + r"\S+ has " + what + r": the manifest was edited; make the dataset again: the `mmnp generate` "
+                       r"command that made it, with --overwrite"):
+        list(load_dataset(data))
+
+
+def test_a_reference_edited_under_a_rewritten_manifest_is_refused_by_readers_and_made_again(data, pristine):
+    """The hashes recomputed over an edited reference objective pass the hash check, but no solution has
+    that objective: every reader refuses the record in one line (QR is never taken against it), and the
+    rerun of the command that made it makes it again, byte for byte."""
+    edited_reference(data)
+    _forge_manifest(data)
+    where = f"{data / 'knapsack' / 'easy.jsonl'}:2: knapsack-easy-0001"
+    with pytest.raises(DataError, match=re.escape(where) + r": its heuristic reference's solution has objective "
+                       r"\d+, where the record says 1: the record was edited and its manifest's hashes recomputed "
+                       r"to match; rerun the `mmnp generate` command that made it to repair it"):
+        list(load_dataset(data))
+    assert len(list(load_dataset(data, allow_modified=True))) == 6  # on purpose: used as edited, marked modified
+    said = []
+    generate_dataset(data, SPEC, notify=said.append)
+    assert any("regenerating 1 instance(s) of knapsack/easy" in s for s in said), said
+    assert _tree(data) == _tree(pristine)
+
+
 @pytest.mark.parametrize("tamper", [swapped_image_fields, moved_record, duplicated_record], ids=lambda f: f.__name__)
 def test_structural_damage_is_refused_even_with_a_rewritten_manifest_and_allow_modified(data, tamper):
     tamper(data)

@@ -107,3 +107,80 @@ def test_prepared_is_keyed_by_identity_not_equality():
     b = [[0, 1], [1, 2]]
     prepared(b, "t", lambda xs: build(map(tuple, xs)))
     assert len(calls) == 2  # an equal but different object: rebuilt, never confused
+
+
+def test_a_repeated_key_is_kept_never_collapsed_to_its_last_value():
+    """JSON's dict keeps a repeated key's last value, so `{"0": 2, "0": 1}` gave vertex 0 one colour and the
+    answer was feasible; read as pairs, the verifier sees vertex 0 twice, as it does in `{0: 2, 0: 1}`."""
+    from mmnp.registry import get_task
+    from mmnp.parsing import read_answer
+
+    assert read_answer('Answer: {"0": 2, "0": 1, "1": 2}') == [[0, 2], [0, 1], [1, 2]]
+    data = {"n": 3, "edges": [[0, 1], [1, 2]]}
+    for answer in ('Answer: {"0": 2, "0": 1, "1": 2, "2": 1}', "Answer: {0: 2, 0: 1, 1: 2, 2: 1}"):
+        verdict = get_task("graph_coloring").verify({"task": "graph_coloring", "instance": data}, answer)
+        assert not verdict.feasible and "repeated_vertex" in {v.kind for v in verdict.violations}, verdict
+    from mmnp.verifiers.meeting_scheduling import parse as meetings
+    with pytest.raises(ParseError, match="names the key 'meeting' twice"):
+        meetings('Answer: [{"meeting": 0, "room": 0, "start": "09:30", "meeting": 1}]')
+
+
+@pytest.mark.parametrize("tail", ["", "\nThat's all.", " (done)", "\n" + "it's " * 100])
+def test_the_verdict_does_not_depend_on_what_follows_the_answer(tail):
+    """Mismatched brackets were accepted, tuples turned into lists, unless an apostrophe came anywhere later."""
+    from mmnp.parsing import read_answer
+
+    for value in ("[0, 1)", "(0, 1]", "[(0, 1], 2]"):
+        with pytest.raises(ParseError, match="mismatched"):
+            read_answer(f"Answer: {value}{tail}")
+    assert read_answer(f"Answer: (0, 1){tail}") == [0, 1]
+    assert read_answer(f'Answer: [("a)", 1)]{tail}') == [["a)", 1]]
+
+
+def test_every_value_on_the_answer_line_is_read():
+    """`(0, 0, "09:30"), (1, 0, "14:00")` was read as its first entry alone: a schedule of one meeting."""
+    from mmnp.parsing import read_answer
+
+    assert read_answer('Answer: (0, 0, "09:30"), (1, 0, "14:00"); [2, 1, "10:00"]') == [
+        [0, 0, "09:30"], [1, 0, "14:00"], [2, 1, "10:00"]]
+    assert extract_answer("Answer: the halves are [0, 1] -> [2, 3].") == "[[0, 1] -> [2, 3]]"
+    assert read_answer("Answer: [1, 2], which is optimal") == [1, 2]  # prose after it is not a value
+    assert read_answer("Answer: [1, 2]\n[3]") == [1, 2]  # nor is the next line
+    with pytest.raises(ParseError, match="flat list"):
+        parse_int_list("Answer: [0, 1], [2]", "item")
+
+
+def test_quoted_keys_are_read_as_json_reads_them():
+    assert parse_value("{'0': 1, '1': 2}") == parse_value('{"0": 1, "1": 2}') == [[0, 1], [1, 2]]
+
+
+def test_a_long_start_is_refused_not_cut():
+    """A start longer than any time was cut to its first 20 characters: `"09:30" + spaces + "or 10:00"` was 09:30."""
+    from mmnp.registry import get_task
+
+    from mmnp.verifiers.meeting_scheduling import parse
+    assert parse('Answer: [(0, 0, " 09:30 ")]') == [[0, 0, "09:30"]]
+    for start in ("09:30" + " " * 15 + "or 10:00", "09:30\n" + " " * 14 + "maybe 17:00"):
+        with pytest.raises(ParseError, match="is not a time of day"):
+            parse(f"Answer: [(0, 0, {start!r})]".replace("'", '"'))
+
+
+@pytest.mark.parametrize("entry", ["(0, 1, 10000000000000)", "(0, 1, -10000000000000)", "(0, 1e400)", "(0, NaN)",
+                                   "(0, -Infinity)", "[0, 1.5e300]"])
+def test_numbers_out_of_range_are_refused_inside_entries(entry):
+    """The fast path skips the per-number range check of an entry only when its text can hold no such number."""
+    from mmnp.parsing import read_answer
+
+    with pytest.raises(ParseError):
+        read_answer(f'Answer: [(1, 2, "09:30"), {entry}]')
+
+
+@pytest.mark.parametrize("text", ["Answer: [1+1, 3]", "Answer: 1+2", "Answer: [2-3]", "Answer: 0 1 -2"])
+def test_arithmetic_is_refused_never_read_as_numbers(text):
+    """`[1+1, 3]` was read as [1, 1, 3], `1+2` as [1, 2] (feasible): nothing is evaluated, and now nothing
+    that looks like a sum is read as a list either."""
+    from mmnp.parsing import read_answer
+
+    with pytest.raises(ParseError, match="reads as arithmetic"):
+        read_answer(text)
+    assert read_answer("Answer: [1, -2]") == [1, -2] and read_answer("Answer: 0 -> 3 -> 1") == [0, 3, 1]

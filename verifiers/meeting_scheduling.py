@@ -26,7 +26,9 @@ _TIME = re.compile(r"(\d{1,2}):(\d{2})")
 
 
 def _start(x) -> str:
-    return _start_text(x) if isinstance(x, str) and len(x) <= 16 else _start_text(str(x)[:20])
+    if isinstance(x, str) and len(x) <= 16:
+        return _start_text(x)
+    raise ParseError(f"start {str(x)[:20]!r} is not a time of day like '09:30'")  # never a long text's first part
 
 
 @lru_cache(maxsize=4096)
@@ -53,6 +55,9 @@ def parse(text: str) -> list[list]:
             raise ParseError(f"entry {str(entry)[:30]!r} is not a (meeting, room, start) triple")
         if entry and all(isinstance(kv, list) and len(kv) == 2 for kv in entry):  # a dict entry
             fields = {str(k).lower(): v for k, v in entry}
+            if len(fields) < len(entry):  # {"meeting": 0, "meeting": 9}: which one is meant is not for mmnp to pick
+                names = [str(k).lower() for k, _ in entry]
+                raise ParseError(f"an entry names the key {next(k for k in names if names.count(k) > 1)[:20]!r} twice")
             try:
                 entry = [fields["meeting"], fields["room"], fields["start"]]
             except KeyError as missing:
