@@ -109,6 +109,8 @@ def _small_numbers(value: str) -> bool:
     characters than MAX_ITEMS. String methods only (a regex for this costs more than the decoding)."""
     return (len(value) < MAX_ITEMS and "." not in value and "e" not in value and "E" not in value
             and "N" not in value and "I" not in value and "0" * (MAX_DIGITS + 1) not in value.translate(_DIGITS_AS_ZERO))
+
+
 _BRACKETS_ONLY = str.maketrans("", "", "".join(chr(c) for c in range(128) if chr(c) not in "[](){}"))
 
 
