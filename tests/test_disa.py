@@ -259,6 +259,45 @@ def test_disa_trains_from_its_reference_by_any_path_and_refuses_another_model(ti
     assert trained.exit_code == 0, trained.output
 
 
+def test_an_anchor_is_used_only_on_the_tasks_it_was_estimated_on(tiny_text_cold, tmp_path):
+    """An anchor estimated on knapsack, trained on subset_sum: its one-hot column was constant in the fit, its
+    std clamped to 1e-6, so g(q) came out near -13,000 for labels in [0, 1] and the loss near 1e8, with
+    exit 0. Now `mmnp train` refuses in one line, and the fit leaves constant features unscaled."""
+    from typer.testing import CliRunner
+
+    from mmnp.cli import app
+    from mmnp.trainers.disa.anchor import Anchor, fit
+    from mmnp.trainers.disa.estimate import EstimateSpec, estimate
+
+    logz = tmp_path / "logz"
+    estimate(EstimateSpec(ref=str(tiny_text_cold), proposal=str(tiny_text_cold), tasks="knapsack", difficulty="easy",
+                          prompts=6, samples=2, max_tokens=4), logz)
+    fit(logz, epochs=20)
+    model, config = Anchor.load(str(logz), "cpu")
+    rows = [json.loads(line) for line in (logz / "labels.jsonl").read_text().splitlines()]
+    seen = torch.tensor([rows[0]["features"] + rows[0]["size"]])
+    unseen = seen.clone()
+    hidden, tasks = len(rows[0]["features"]), config["size_tasks"]
+    unseen[0, hidden + tasks.index("knapsack")], unseen[0, hidden + tasks.index("subset_sum")] = 0.0, 1.0
+    with torch.no_grad():
+        assert abs(float(model(unseen)) - float(model(seen))) < 10  # was ~13,000
+
+    def train(*args: str) -> str:
+        result = CliRunner().invoke(app, [
+            "train", "--algo", "disa", "--logz", str(logz), "--model", str(tiny_text_cold), "--difficulty", "easy",
+            "--count", "2", "--max-steps", "1", "--num-generations", "2", "--per-device-train-batch-size", "2",
+            "--report-to", "none", "--output-dir", str(tmp_path / "run"), *args])
+        assert result.exit_code == 2, result.output
+        return " ".join(result.output.split())
+
+    assert f"--logz {logz} was estimated on knapsack, not subset_sum: its anchor would extrapolate there" in train(
+        "--tasks", "subset_sum", "--max-completion-length", "4")
+    # the prompts' features and the completions' length are the estimate's too
+    assert "train without --system-prompt" in train("--tasks", "knapsack", "--max-completion-length", "4",
+                                                    "--system-prompt", "Be brief.")
+    assert "train with --max-completion-length 4" in train("--tasks", "knapsack", "--max-completion-length", "8")
+
+
 @pytest.fixture(scope="module")
 def tiny_text_cold(tmp_path_factory):
     from mmnp.trainers.tiny_model import write_tiny_model

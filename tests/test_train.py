@@ -173,7 +173,8 @@ def test_config_values_are_typed_and_checked_before_anything_loads(tmp_path):
                         ("max_steps: 2.5", ["max_steps", "integer"]),
                         ("tasks: [tsp, knapsack]", ["tasks", "text"]),
                         ("algo: dmpo\ndmpo_lambda: much", ["dmpo_lambda", "number"]),
-                        ("algo: disa", ["--algo disa needs --logz DIR from `mmnp disa fit`"])):
+                        ("algo: disa", ["--algo disa needs --logz DIR from `mmnp disa fit`"]),
+                        ("algo: flowrl\nbeta: 0.04", ["--beta 0.04: flowrl replaces GRPO's loss", "leave --beta at 0"])):
         config = tmp_path / "bad.yaml"
         config.write_text(f"model: {missing}\n{body}\n")
         result = CliRunner().invoke(app, ["train", "--config", str(config)])

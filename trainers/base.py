@@ -130,6 +130,14 @@ class SelfTest:
     skip: str | None = None
 
 
+def check_loss_settings(trainer_class: type, beta: float) -> None:
+    """Refuse TRL's KL weight for an algorithm whose loss replaces GRPO's, where it would do nothing."""
+    if trainer_class.replace_loss is not MMNPTrainer.replace_loss and beta:
+        name = getattr(trainer_class, "algorithm", trainer_class.__name__)
+        raise UsageError(f"--beta {beta:g}: {name} replaces GRPO's loss, and TRL's KL term (--beta) is part of that "
+                         "loss, so it would do nothing; leave --beta at 0")
+
+
 class MMNPTrainer(GRPOTrainer):
     """TRL's GRPOTrainer with MM-NP-Bench metrics and the hooks of the other algorithms."""
 
@@ -139,6 +147,8 @@ class MMNPTrainer(GRPOTrainer):
     display_metrics: tuple[str, ...] = ()  # its own metrics: on the console line, and checked by the conformance suite
 
     def __init__(self, *args, **kwargs) -> None:
+        config = kwargs.get("args", args[2] if len(args) > 2 else None)  # GRPOTrainer(model, reward_funcs, args)
+        check_loss_settings(type(self), getattr(config, "beta", 0))  # before the model loads
         super().__init__(*args, **kwargs)
         self._live_logps: torch.Tensor | None = None
         self._scores: GroupScores | None = None

@@ -45,8 +45,8 @@ class TrainSpec(CurriculumSpec):
     num_generations: int = _f(8, "Completions per prompt (the group size G).")
     per_device_train_batch_size: int = _f(8, "Completions per device per micro-batch.")
     gradient_accumulation_steps: int = _f(1, "Micro-batches per optimisation step.")
-    steps_per_generation: int | None = _f(None, "Optimisation steps per generation batch (default: "
-                                                "gradient_accumulation_steps).")
+    steps_per_generation: int | None = _f(None, "Micro-batches per generation batch, as TRL counts them (default: "
+                                                "gradient_accumulation_steps, one optimisation step per generation).")
     num_iterations: int = _f(1, "Optimisation passes over each generation batch.")
     learning_rate: float = _f(1e-6, "Policy learning rate.")
     max_completion_length: int = _f(1024, "Completion token limit.")
@@ -95,7 +95,8 @@ class TrainSpec(CurriculumSpec):
     def validate(self) -> None:
         """Checks that need no model: every number in its range, the algorithm exists and owns
         every option given."""
-        from mmnp.trainers.algorithms import own_options
+        from mmnp.trainers.algorithms import get_algorithm, own_options
+        from mmnp.trainers.base import check_loss_settings
         from mmnp.trainers.rewards import get_reward
 
         for name, low, what in _LOWER_BOUNDS:
@@ -119,6 +120,7 @@ class TrainSpec(CurriculumSpec):
         for f in fields:  # a setting the algorithm cannot run without declares what it takes (DISA's --logz)
             if "required" in f.metadata and not self.options.get(f.name):
                 raise UsageError(f"--algo {self.algo} needs --{f.name.replace('_', '-')} {f.metadata['required']}")
+        check_loss_settings(get_algorithm(self.algo), self.beta)
         if curriculum_spec(self) is not None and self.data is not None:
             raise UsageError("--curriculum generates its instances level by level; drop --data")
         if self.loss_type not in LOSS_TYPES:

@@ -74,14 +74,16 @@ def check_reference(model, logz: str | None) -> None:
 
 def small_anchor(model: Path, folder: Path) -> dict[str, Any]:
     """A small anchor for the conformance suite: 6 text prompts, 2 proposals each from the model
-    itself, fitted briefly; returns the --logz option that trains on it."""
+    itself, fitted briefly; returns the options that train on it (the anchor, and the tasks and
+    completion length it was estimated with, which training must keep)."""
     from mmnp.trainers.disa.anchor import fit
     from mmnp.trainers.disa.estimate import EstimateSpec, estimate
 
-    estimate(EstimateSpec(ref=str(model), proposal=str(model), tasks="knapsack,subset_sum", difficulty="easy",
-                          prompts=6, samples=2, max_tokens=16), folder)
+    tasks, max_tokens = "knapsack,subset_sum", 16
+    estimate(EstimateSpec(ref=str(model), proposal=str(model), tasks=tasks, difficulty="easy",
+                          prompts=6, samples=2, max_tokens=max_tokens), folder)
     fit(folder, epochs=50)
-    return {"logz": str(folder)}
+    return {"logz": str(folder), "tasks": tasks, "max_completion_length": max_tokens}
 
 
 @register_algorithm("disa")
@@ -107,10 +109,38 @@ class DISATrainer(MMNPTrainer):
                              f"--reward {self.estimate['reward']} so r~ is the same")
         if self.temperature != 1.0:
             raise UsageError("DISA needs --temperature 1.0: the anchor's log-likelihoods were taken at 1.0")
+        tasks = self.estimate.get("tasks", "all")
+        self.estimated_tasks = set(self.size_tasks if tasks == "all" else tasks.split(","))
+        self._check_prompts_match_the_estimate()
+
+    def _check_prompts_match_the_estimate(self) -> None:
+        """The anchor predicts log Z for prompts like those it was estimated on: their tasks, text
+        without a system message, completions up to the same length. Checked here on a dataset of
+        rows (one line, before training); a curriculum's stream is checked batch by batch."""
+        limit = self.estimate.get("max_tokens")
+        if limit is not None and self.args.max_completion_length != limit:
+            raise UsageError(f"--logz {self.args.logz} was estimated on completions of up to {limit} tokens: train "
+                             f"with --max-completion-length {limit}, so that log Z is the same distribution's")
+        rows = self.train_dataset
+        columns = getattr(rows, "column_names", None) or []
+        if "task" in columns:
+            self._check_tasks(set(rows["task"]))
+        if "image" in columns:
+            raise UsageError("DISA's anchor is estimated on text prompts; train it with --modality text")
+        if "prompt" in columns and any(message["role"] == "system" for p in rows["prompt"] for message in p):
+            raise UsageError(f"--logz {self.args.logz} was estimated on prompts without a system message, whose "
+                             "features the anchor reads: train without --system-prompt")
+
+    def _check_tasks(self, tasks: set[str]) -> None:
+        if unseen := sorted(tasks - self.estimated_tasks):
+            raise UsageError(f"--logz {self.args.logz} was estimated on {', '.join(sorted(self.estimated_tasks))}, not "
+                             f"{', '.join(unseen)}: its anchor would extrapolate there; train with --tasks among those, "
+                             "or estimate and fit an anchor covering them")
 
     def on_scored(self, batch: dict, scores: GroupScores) -> dict:
         if "pixel_values" in batch:
             raise UsageError("DISA's anchor is estimated on text prompts; train it with --modality text")
+        self._check_tasks({json.loads(p)["task"] for p in scores.records})
         ref = self.accelerator.unwrap_model(self.ref_model)
         rows, inverse = self.unique_prompts(batch)
         forwards = int(self.accelerator.gather(torch.tensor([len(rows)], device=rows.device)).max())

@@ -97,7 +97,10 @@ def fit(folder: str | Path, hidden: int = 64, epochs: int = 500, lr: float = 3e-
         test = torch.arange(len(rows)) % 5 == 0
     torch.manual_seed(seed)
     anchor = Anchor(x.size(1), hidden)
-    anchor.x_mean, anchor.x_std = x[~test].mean(0), x[~test].std(0).clamp(min=1e-6)
+    # a feature constant over the fit (a task the estimate did not cover) is left unscaled, so a value the fit
+    # never saw shifts the input by its raw difference, never by that over a clamped std of 1e-6 (x 10^6)
+    std = x[~test].std(0)
+    anchor.x_mean, anchor.x_std = x[~test].mean(0), torch.where(std > 1e-6, std, torch.ones_like(std))
     anchor.y_mean, anchor.y_std = y[~test].mean(), y[~test].std().clamp(min=1e-6)
     # early stopping on a validation part of the train split (the held-out part stays unseen)
     train_rows = torch.nonzero(~test).squeeze(1)
