@@ -70,8 +70,8 @@ def read_manifest(path: str | Path) -> dict:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        hint = (" (an unfinished generation is there: rerun the same `mmnp generate` command to finish it)"
-                if (path / IN_PROGRESS).exists() else "")
+        hint = (" (an unfinished generation, or a --shard part, is there: rerun the same `mmnp generate` command "
+                "to finish it; parts: `mmnp merge` them)" if (path / IN_PROGRESS).exists() else "")
         raise DataError(f"{path} has no readable {MANIFEST}; "
                         f"is it a dataset written by `mmnp generate`?{hint}") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -412,7 +412,9 @@ def select_instances(tasks: str | list[str], difficulties: list[str], *, data: s
     if data is not None:
         source = open_data(data, allow_modified=allow_modified)
         found = source.instances(names, difficulties) if isinstance(source, Dataset) else source.instances
-        instances = _first(found, names, difficulties, limit, data)
+        held = {t: set(levels) for t, levels in source.manifest["counts"].items()} if isinstance(source, Dataset) \
+            else None  # an export's instances are all read: what they hold is counted on the way
+        instances = _first(found, names, difficulties, limit, data, held)
         identity = source.identity()
         total = sum(sum(counts.values()) for counts in source.manifest["counts"].values())
         if len(instances) < total:  # a part of the dataset: its scores are not the whole benchmark's
@@ -449,17 +451,24 @@ def open_data(data: str | Path, *, allow_modified: bool = False) -> Any:
 
 
 def _first(instances: Iterable[Instance], names: list[str], difficulties: list[str], limit: int | None,
-           data: str | Path) -> list[Instance]:
-    """The instances of the asked tasks and difficulties, at most `limit` per (task, difficulty)."""
-    chosen, per_shard = [], {}
+           data: str | Path, held: dict[str, set[str]] | None = None) -> list[Instance]:
+    """The instances of the asked tasks and difficulties, at most `limit` per (task, difficulty);
+    `held`: the data's difficulties by task (None: counted from `instances`), named when none match."""
+    chosen, per_shard, seen = [], {}, {}
     for inst in instances:
+        seen.setdefault(inst.task, set()).add(inst.difficulty)
         if inst.task in names and inst.difficulty in difficulties:
             shard = (inst.task, inst.difficulty)
             per_shard[shard] = per_shard.get(shard, 0) + 1
             if limit is None or per_shard[shard] <= limit:
                 chosen.append(inst)
-    if not chosen:
-        raise UsageError(f"{data} holds no instances of tasks {','.join(names)} at {','.join(difficulties)}")
+    if not chosen:  # an import's `imported` or `classic` difficulty is no default's: say what is there
+        by_levels: dict[str, list[str]] = {}
+        for task, levels in sorted((held or seen).items()):
+            by_levels.setdefault(",".join(sorted(levels)), []).append(task)
+        there = "; ".join(f"{','.join(tasks)} at {levels}" for levels, tasks in by_levels.items())
+        raise UsageError(f"{data} holds no instances of tasks {','.join(names)} at {','.join(difficulties)}; it "
+                         f"holds {there}: pass --tasks and --difficulty among those")
     return chosen
 
 

@@ -129,7 +129,7 @@ def check_writable_inside(root: Path, rel: str | Path) -> Path:
     """`root/rel`, refused when a link on the way would take a write outside `root`."""
     path = inside(root, rel)
     if path is None:
-        raise DataError(f"{Path(root) / rel}: a folder on the way is a link; mmnp writes only inside "
+        raise DataError(f"{Path(root) / rel}: it, or a folder on the way, is a link; mmnp writes only inside "
                         f"{root} (replace the link by a folder, or choose another --out)")
     return path
 

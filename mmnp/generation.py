@@ -587,10 +587,11 @@ def run_audit(audit: Audit, workers: int = 1, progress: Callable[[int, int], Non
         made.append(id)
         found = _audit_difference(stored.get(id), line)
         if png is not None:
+            picture = dataset.path / image_name(id)
             try:
-                found += [] if dataset.picture(id) == png else ["its picture file"]
+                found += [] if dataset.picture(id) == png else [f"its picture file {picture}"]
             except DataError:
-                found.append("its picture file (unreadable, or not the one the manifest lists)")
+                found.append(f"its picture file {picture} (unreadable, or not the one the manifest lists)")
         if found:
             problems.append(f"{id}: {'; '.join(found)}")
         if progress is not None:

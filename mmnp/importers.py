@@ -327,10 +327,17 @@ def read_orlib(text: str, where: str, unit_costs: bool = False) -> tuple[str, di
         for row in range(1, b + 1):
             triple = {_bounded(nums.take("a point"), 1, points, nums.at(), "point",
                                "correct the triple", bound=False) for _ in range(3)}
+            if len(triple) < 3:
+                raise DataError(f"{nums.at()}: triple {row} repeats a point; a Steiner triple names 3 distinct points")
             for p in sorted(triple):
                 subsets[p - 1].append(row)
         return "set_cover", {"universe": b, "subsets": subsets}
-    return _read_scp(nums, a, b, head, unit_costs)
+    try:
+        return _read_scp(nums, a, b, head, unit_costs)
+    except DataError as e:  # the layout was guessed from the count: say what the others needed
+        raise DataError(f"{e} (read as an scp file: its {nums.count:,} numbers fit neither a knapsack file, "
+                        f"{2 + 2 * a:,} for {a:,} items, nor a Steiner triple file, {2 + 3 * b:,} for {b:,} triples)"
+                        ) from None
 
 
 def _reads_as_scp(text: str, where: str, unit_costs: bool) -> bool:
@@ -396,11 +403,14 @@ def read_file(fmt: str, path: Path, task: str | None = None, complement: bool = 
     if read is None:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(n for n, f in FORMATS.items() if f.read)}")
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise DataError(f"{path}:1: {size:,} bytes, more than mmnp imports ({MAX_FILE_BYTES:,}); an instance "
+        with path.open("rb") as f:  # read up to the bound, whatever the file says its size is (a pipe, a device)
+            raw = f.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            size = path.stat().st_size  # 0 for a pipe or a device, which are cut at the bound
+            shown = f"{size:,} bytes, more" if size > MAX_FILE_BYTES else "more bytes"
+            raise DataError(f"{path}:1: {shown} than mmnp imports ({MAX_FILE_BYTES:,}); an instance "
                             "within mmnp's bounds takes far less")
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = raw.decode("utf-8", errors="replace")
     except OSError as e:
         raise DataError(f"{path}: cannot read it ({e.strerror or e}); check the path") from None
     return read(text, path, task, complement, unit_costs)
@@ -525,7 +535,7 @@ def load_optima(path: Path | None) -> dict[str, tuple[float, bool, str | None]]:
                         "{name: {\"objective\": x, \"proven\": true, \"source\": \"...\"}}") from None
     if not isinstance(table, dict):
         raise DataError(f"--optima {path}: expected {{name: {{\"objective\": x, \"proven\": true, \"source\": "
-                        "\"...\"}}}}")
+                        '"..."}}')
     return {name: read_claim(entry, f"--optima {path}: {name!r}") for name, entry in table.items()}
 
 

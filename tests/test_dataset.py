@@ -448,7 +448,8 @@ def test_audit_makes_instances_again_and_finds_what_a_merge_takes_as_written(tmp
     shutil.copytree(straight, swapped)
     shutil.copy(swapped / image_name("tsp-easy-0000"), swapped / image_name("tsp-easy-0001"))
     assert audit_dataset(swapped, workers=2)[1] == [
-        "tsp-easy-0001: its picture file (unreadable, or not the one the manifest lists)"]
+        f"tsp-easy-0001: its picture file {swapped / image_name('tsp-easy-0001')} (unreadable, or not the one the "
+        "manifest lists)"]
     with pytest.raises(UsageError, match=r"part1 is a --shard part: merge its parts \(`mmnp merge"):
         audit_dataset(parts[0])
 
@@ -678,3 +679,23 @@ def test_a_linked_log_is_never_cut_through_its_link(tmp_path):
     with pytest.raises(OSError):
         generate_dataset(out, spec, part=(1, 2))
     assert theirs.read_bytes().endswith(b"a line of their own, no newline")
+
+
+def test_a_selection_that_matches_nothing_says_what_the_data_holds(small_dataset):
+    """An import's difficulty (`imported`, `classic`) is no default's: `mmnp eval` on one said only that
+    nothing matched easy,medium,hard."""
+    from mmnp.dataset import select_instances
+
+    with pytest.raises(UsageError, match=r"holds no instances of tasks knapsack at expert; it holds graph_coloring,"
+                                         r"knapsack,\S*,vertex_cover at easy,medium: pass --tasks and --difficulty "
+                                         r"among those"):
+        select_instances("knapsack", ["expert"], data=small_dataset)
+
+
+def test_a_shard_part_is_named_as_one_where_a_dataset_is_read(tmp_path):
+    from mmnp.dataset import GenerateSpec, generate_dataset, read_manifest
+
+    spec = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=2, seed=0, images=False, optimal=False)
+    generate_dataset(tmp_path / "part1", spec, part=(1, 2))
+    with pytest.raises(DataError, match=r"a --shard part, is there: .*parts: `mmnp merge` them"):
+        read_manifest(tmp_path / "part1")

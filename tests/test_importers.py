@@ -424,6 +424,26 @@ def test_a_file_beyond_the_size_bound_is_refused_unread(tmp_path: Path):
         read_file("dimacs", path, "max_clique")
 
 
+def test_a_stream_beyond_the_size_bound_is_refused_at_the_bound(tmp_path: Path):
+    """A device or a pipe says its size is 0: it was read whole (/dev/zero until memory ran out)."""
+    with pytest.raises(DataError, match=r"^/dev/zero:1: more bytes than mmnp imports \(8,388,608\)"):
+        read_file("dimacs", Path("/dev/zero"), "max_clique")
+
+
+@pytest.mark.parametrize("text, said", [
+    ("5 10\n10 5\n40 4\n30 6\n50 3\n", "its 10 numbers fit neither a knapsack file, 12 for 5 items, nor a Steiner "
+                                         "triple file, 32 for 10 triples"),
+    ("2 2\n1 2\n2 1\n1 1\n", "triple 1 repeats a point; a Steiner triple names 3 distinct points"),
+])
+def test_an_orlib_file_of_no_layout_says_what_each_needed(tmp_path: Path, text: str, said: str):
+    """A knapsack file with an item missing was blamed on weighted set cover alone; one whose count fits the
+    Steiner layout imported as a set cover with a 'triple' of one point."""
+    path = tmp_path / "file.txt"
+    path.write_text(text)
+    with pytest.raises(DataError, match=re.escape(said)):
+        read_file("orlib", path)
+
+
 _FUZZ = settings(max_examples=150, deadline=None)
 _TOKENS = st.sampled_from(["p", "edge", "e", "c", "n", "x", "EOF", "1e300", "nan", "-inf", "1.5", "+7", "-0", "",
                            "NODE_COORD_SECTION", "DIMENSION :", "TYPE : TSP", "EDGE_WEIGHT_TYPE : EUC_2D"])

@@ -680,7 +680,7 @@ def test_overwrite_never_deletes_through_a_link(data, tmp_path):
     (data / "tsp").symlink_to(elsewhere, target_is_directory=True)
     before = _tree(elsewhere)
     said = []
-    with pytest.raises(DataError, match="a folder on the way is a link"):
+    with pytest.raises(DataError, match="it, or a folder on the way, is a link"):
         generate_dataset(data, SPEC, overwrite=True, notify=said.append)
     assert _tree(elsewhere) == before
     assert (data / "knapsack" / "easy.jsonl").exists()  # refused before anything was deleted

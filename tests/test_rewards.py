@@ -53,6 +53,14 @@ def test_a_wrong_column_is_named(rows):
         quality_reward(None, ["Answer: [1]"], [json.dumps({"id": "x"})])
 
 
+def test_a_row_for_each_completion_or_one_line(rows):
+    """Two completions and one row: zip paired the first and dropped the second's reward (verl's or a
+    custom loop would then pair rewards with the wrong completions)."""
+    inst, completions = rows
+    with pytest.raises(ValueError, match="2 completions for 1 mmnp_instance rows: a reward needs one row per completion"):
+        quality_reward(None, completions[:2], [record_payload(inst)])
+
+
 def _edited(payload: str, edit) -> str:
     record = json.loads(payload)
     edit(record)

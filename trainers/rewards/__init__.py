@@ -114,6 +114,9 @@ def score_all(completions: list, payloads: list[str], log_extra: Callable | None
     """(verdict, quality ratio) of each completion, verified once; the verdicts go to TRL's
     `log_extra` when given, so the trainer logs SR, QR and distinct solutions (a plug-in reward
     built on this gets them too)."""
+    if len(completions) != len(payloads):  # zip would drop rewards: the caller's loop would pair them wrongly
+        raise UsageError(f"{len(completions)} completions for {len(payloads)} mmnp_instance rows: a reward needs "
+                         "one row per completion (repeat each prompt's row for each of its completions)")
     out = [score(c, p) for c, p in zip(completions, payloads)]
     if log_extra is not None:
         log_extra(VERDICT_COLUMNS[0], [float(v.feasible) for v, _ in out])
