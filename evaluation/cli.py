@@ -229,11 +229,18 @@ def _warn_empty_answers(folder: Path) -> None:
                       "mmnp does not score; check the server's settings, or raise --max-tokens[/]", highlight=False)
 
 
+def failure_kind(error: str) -> str:
+    """A failure reason with its numbers (token counts, sizes) as #, an HTTP status kept: `HTTP 400` and
+    `HTTP 429` are other kinds, `... 1001 tokens` and `... 1003 tokens` one."""
+    import re
+
+    return re.sub(r"(?<!HTTP )(?<![\d.])\d+(\.\d+)?", "#", error)
+
+
 def _reasons(folder: Path, most: int = 3, width: int = 200) -> str:
     """The commonest failure reasons in a run's samples, for the one-line error: reasons that differ
     only in their numbers (token counts, sizes) are one kind, shown by its first example, cut at a
     word within `width` characters."""
-    import re
     from collections import Counter
 
     from mmnp.samplelog import SAMPLES, read_samples
@@ -243,7 +250,7 @@ def _reasons(folder: Path, most: int = 3, width: int = 200) -> str:
     for record in read_samples(folder / SAMPLES):
         if record.get("failed"):
             error = " ".join(str(record.get("error") or "?").split())
-            kind = re.sub(r"(?<!HTTP )\d+(\.\d+)?", "#", error)  # an HTTP status stays a kind of its own
+            kind = failure_kind(error)
             kinds[kind] += 1
             example.setdefault(kind, error)
     shown = [(n, example[kind]) for kind, n in kinds.most_common(most)]

@@ -328,14 +328,16 @@ def read_orlib(text: str, where: str, unit_costs: bool = False) -> tuple[str, di
             triple = {_bounded(nums.take("a point"), 1, points, nums.at(), "point",
                                "correct the triple", bound=False) for _ in range(3)}
             if len(triple) < 3:
-                raise DataError(f"{nums.at()}: triple {row} repeats a point; a Steiner triple names 3 distinct points")
+                raise DataError(f"{nums.at()}: triple {row} repeats a point; a Steiner triple names 3 distinct points: "
+                                "correct the triple (or the header's counts, if the file is another layout)")
             for p in sorted(triple):
                 subsets[p - 1].append(row)
         return "set_cover", {"universe": b, "subsets": subsets}
     try:
         return _read_scp(nums, a, b, head, unit_costs)
     except DataError as e:  # the layout was guessed from the count: say what the others needed
-        raise DataError(f"{e} (read as an scp file: its {nums.count:,} numbers fit neither a knapsack file, "
+        raise DataError(f"{e} (read as an scp file, the layout its count of numbers allows: its {nums.count:,} numbers "
+                        f"fit neither a knapsack file, "
                         f"{2 + 2 * a:,} for {a:,} items, nor a Steiner triple file, {2 + 3 * b:,} for {b:,} triples)"
                         ) from None
 
@@ -360,7 +362,7 @@ def _read_scp(nums: _Numbers, a: int, b: int, head: str, unit_costs: bool) -> tu
     for _ in range(cols):
         if nums.take("a column cost") != 1 and not unit_costs:
             raise DataError(f"{nums.at()}: weighted set cover (costs other than 1): mmnp's set_cover counts subsets, "
-                            "so only unicost files can be imported")
+                            "so only unicost files can be imported (--unit-costs reads it as its unicost variant)")
     subsets = [[] for _ in range(cols)]
     if nums.count - 2 - cols - rows > MAX_MEMBERSHIPS:
         raise DataError(f"{head}: the rows list more than {MAX_MEMBERSHIPS:,} memberships, more than mmnp imports; "

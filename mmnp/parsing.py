@@ -75,9 +75,9 @@ def extract_answer(text: Any) -> str:
 
 def read_answer(text: Any) -> Any:
     """The last `Answer:` value as data. Well-formed JSON-like answers (tuples included)
-    take one C-speed `raw_decode`; anything else goes through the bounded literal reader,
-    which reads the same value where both can (the fast path stands down where turning
-    tuples into lists would change it: mismatched brackets, or more values on the line)."""
+    take one C-speed `raw_decode`; anything else goes through the bounded literal reader. The
+    fast path stands down where turning tuples into lists would change the value (mismatched
+    brackets, a bracket inside a string) or where more may follow on the line."""
     rest = _value_start(text)
     if rest[0] in "[(":
         try:
@@ -98,8 +98,11 @@ class _Pairs(list):
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_Pairs)
-# another bracketed value after the first on its line: `(0, 0, "09:30"), (1, 0, "14:00")` is a list of both
-_NEXT_VALUE = re.compile(r"[ \t]*(?:,|;|->|=>|→|⟶)[ \t]*[\[({]")
+# another bracketed value after the first on its line, after a separator or a space: `(0, 0, "09:30"), (1, 0,
+# "14:00")` and `[0, 1] [2, 3]` are lists of both (a bracketed remark, `[0, 2] (total 42)`, is not: `_a_value`)
+_NEXT_VALUE = re.compile(r"[ \t]*(?:(?:,|;|->|=>|→|⟶|—>|–>)[ \t]*)?[\[({]")
+_QUOTED = re.compile(r""""[^"\n]*"|'[^'\n]*'""")
+_LETTER = re.compile(r"[A-Za-z]")
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 
 
@@ -142,8 +145,13 @@ def _bracketed_values(rest: str) -> str:
     end, more = len(value), False
     while (follows := _NEXT_VALUE.match(rest, end)) is not None:
         start = follows.end() - 1
-        end = start + len(_bracketed(rest[start:]))
-        more = True
+        try:
+            following = _bracketed(rest[start:])
+        except ParseError:  # not a value: an unclosed remark
+            break
+        if _LETTER.search(_QUOTED.sub("", following)):  # words outside strings: a remark, `(total value 42)`
+            break
+        end, more = start + len(following), True
         if end > MAX_VALUE_CHARS:
             raise ParseError(f"the answer is longer than {MAX_VALUE_CHARS} characters")
     return f"[{rest[:end]}]" if more else value

@@ -144,7 +144,11 @@ def test_every_value_on_the_answer_line_is_read():
     assert read_answer('Answer: (0, 0, "09:30"), (1, 0, "14:00"); [2, 1, "10:00"]') == [
         [0, 0, "09:30"], [1, 0, "14:00"], [2, 1, "10:00"]]
     assert extract_answer("Answer: the halves are [0, 1] -> [2, 3].") == "[[0, 1] -> [2, 3]]"
+    assert read_answer('Answer: (0, 0, "09:30") (1, 0, "14:00")') == [[0, 0, "09:30"], [1, 0, "14:00"]]
+    assert read_answer("Answer: [0, 1] [2, 3]") == read_answer("Answer: [0, 1] —> [2, 3]") == [[0, 1], [2, 3]]
     assert read_answer("Answer: [1, 2], which is optimal") == [1, 2]  # prose after it is not a value
+    for remark in (", (total value 42)", "; (weight 17 <= 20)", " -> (length 57)", " (total 3"):
+        assert read_answer(f"Answer: [0, 2, 5]{remark}") == [0, 2, 5]  # nor is a bracketed remark
     assert read_answer("Answer: [1, 2]\n[3]") == [1, 2]  # nor is the next line
     with pytest.raises(ParseError, match="flat list"):
         parse_int_list("Answer: [0, 1], [2]", "item")

@@ -106,6 +106,13 @@ def test_a_server_message_is_one_line_and_failures_differing_in_numbers_are_one_
     assert len(errors) == 2 and all("\n" not in e and "\x1b" not in e and "\\x1b[2J" in e for e in errors)
 
 
+def test_failure_kinds_keep_http_statuses_apart_and_numbers_together():
+    from mmnp.evaluation.cli import failure_kind
+
+    assert len({failure_kind(f"HTTP {status}: x") for status in (400, 404, 429, 500, 503)}) == 5
+    assert failure_kind("the prompt has 1001 tokens, 2.5 s") == failure_kind("the prompt has 1003 tokens, 0.25 s")
+
+
 def test_a_run_of_empty_answers_says_so(small_dataset, instances, tmp_path):
     """Empty answers score as wrong, as given; when half or more are empty the run says it is likelier the
     server's doing (the answer kept in reasoning_content) and what to check. A run of answers says nothing."""

@@ -109,8 +109,8 @@ class DISATrainer(MMNPTrainer):
                              f"--reward {self.estimate['reward']} so r~ is the same")
         if self.temperature != 1.0:
             raise UsageError("DISA needs --temperature 1.0: the anchor's log-likelihoods were taken at 1.0")
-        tasks = self.estimate.get("tasks", "all")
-        self.estimated_tasks = set(self.size_tasks if tasks == "all" else tasks.split(","))
+        tasks = self.estimate.get("tasks", "all")  # as the estimate read it: "all", or names with spaces around
+        self.estimated_tasks = set(self.size_tasks) if tasks == "all" else {t.strip() for t in tasks.split(",")} - {""}
         self._check_prompts_match_the_estimate()
 
     def _check_prompts_match_the_estimate(self) -> None:
