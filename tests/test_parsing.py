@@ -160,9 +160,8 @@ def test_quoted_keys_are_read_as_json_reads_them():
 
 def test_a_long_start_is_refused_not_cut():
     """A start longer than any time was cut to its first 20 characters: `"09:30" + spaces + "or 10:00"` was 09:30."""
-    from mmnp.registry import get_task
-
     from mmnp.verifiers.meeting_scheduling import parse
+
     assert parse('Answer: [(0, 0, " 09:30 ")]') == [[0, 0, "09:30"]]
     for start in ("09:30" + " " * 15 + "or 10:00", "09:30\n" + " " * 14 + "maybe 17:00"):
         with pytest.raises(ParseError, match="is not a time of day"):
