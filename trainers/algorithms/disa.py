@@ -123,7 +123,8 @@ class DISATrainer(MMNPTrainer):
                              f"with --max-completion-length {limit}, so that log Z is the same distribution's")
         rows = self.train_dataset
         columns = getattr(rows, "column_names", None) or []
-        if "task" in columns:
+        self._stream = "task" not in columns  # a curriculum's stream: its tasks are checked batch by batch
+        if not self._stream:
             self._check_tasks(set(rows["task"]))
         if "image" in columns:
             raise UsageError("DISA's anchor is estimated on text prompts; train it with --modality text")
@@ -140,7 +141,8 @@ class DISATrainer(MMNPTrainer):
     def on_scored(self, batch: dict, scores: GroupScores) -> dict:
         if "pixel_values" in batch:
             raise UsageError("DISA's anchor is estimated on text prompts; train it with --modality text")
-        self._check_tasks({json.loads(p)["task"] for p in scores.records})
+        if self._stream:
+            self._check_tasks({json.loads(p)["task"] for p in scores.records})
         ref = self.accelerator.unwrap_model(self.ref_model)
         rows, inverse = self.unique_prompts(batch)
         forwards = int(self.accelerator.gather(torch.tensor([len(rows)], device=rows.device)).max())
