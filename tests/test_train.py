@@ -293,3 +293,30 @@ def test_generated_training_data_keeps_generates_size_limits():
     for params in ({"n": "4"}, None):  # a difficulty named twice is one difficulty, with --params or without
         assert [i.id for i in training_instances("knapsack", ["easy", "easy"], 2, seed=5, params=params)] == \
             ["knapsack-easy-0000", "knapsack-easy-0001"]
+
+
+def test_a_curriculum_applies_params_on_every_level_and_refuses_what_it_cannot_use(tiny_text, tmp_path):
+    """`--params n=4` with a curriculum made L2's full-size knapsacks (15 items) and was recorded as
+    applied; `--difficulty`/`--count` with a curriculum, and `--curriculum-*` without one, did
+    nothing. Now the overrides sit on top of every level, and the rest is one line, exit 2."""
+    from mmnp.trainers.spec import TrainSpec
+    from mmnp.trainers.train import build_trainer
+
+    base = {"model": str(tiny_text), "tasks": "knapsack", "max_steps": 1, "num_generations": 2,
+            "per_device_train_batch_size": 2, "output_dir": str(tmp_path / "run"), "report_to": "none",
+            "curriculum": "fixed", "curriculum_start": 2}
+    rows = iter(build_trainer(TrainSpec.merged(None, {**base, "params": "n=4"})).train_dataset)
+    first = [next(rows) for _ in range(3)]
+    assert [(r["difficulty"], len(json.loads(r["mmnp_instance"])["instance"]["weights"])) for r in first] == \
+        [("L2", 4)] * 3
+    plain = json.loads(next(iter(build_trainer(TrainSpec.merged(None, base)).train_dataset))["mmnp_instance"])
+    assert len(plain["instance"]["weights"]) > 4
+    for flags, words in ((["--curriculum", "fixed", "--difficulty", "hard"], "drop --difficulty"),
+                         (["--curriculum", "fixed", "--count", "5"], "drop --count"),
+                         (["--curriculum", "fixed", "--params", "n=5000"], "--params n=5000 is too large"),
+                         (["--curriculum-start", "7"], "--curriculum-start is a curriculum setting"),
+                         (["--curriculum-every", "5"], "add --curriculum fixed, linear or adaptive")):
+        result = CliRunner().invoke(app, ["train", "--model", str(tmp_path / "no-such-model"), "--tasks", "knapsack",
+                                          "--output-dir", str(tmp_path / "x"), "--report-to", "none", *flags])
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 2 and len(lines) == 1 and words in lines[0], (flags, result.output)

@@ -219,12 +219,13 @@ class Curriculum:
         reward.__name__ = getattr(reward_fn, "__name__", "reward")
         return reward
 
-    def iterable_dataset(self, modality: str = "text", system_prompt: str | None = None, image_size: int = 768):
+    def iterable_dataset(self, modality: str = "text", system_prompt: str | None = None, image_size: int = 768,
+                         overrides: dict[str, dict] | None = None):
         """A `datasets.IterableDataset` over the stream, for `GRPOTrainer(train_dataset=...)`; give
         the trainer `shuffle_dataset=False` (a shuffle buffer would draw far ahead of the levels)."""
         from datasets import IterableDataset
 
-        stream = CurriculumStream(self, modality, system_prompt, image_size)
+        stream = CurriculumStream(self, modality, system_prompt, image_size, overrides)
         return IterableDataset.from_generator(_rows, gen_kwargs={"stream": stream})
 
 
@@ -236,16 +237,19 @@ class CurriculumStream:
     """An endless, seeded stream of training rows at the curriculum's current levels, in the
     format of `mmnp.trainers.data.to_rows` plus a `level` column. Iteration starts at item 0:
     items drawn before come back unchanged (their level is remembered), later ones at the levels
-    of the moment. Also a torch `IterableDataset` in all but name (an iterable of dicts)."""
+    of the moment. Also a torch `IterableDataset` in all but name (an iterable of dicts).
+    `overrides` (by task: generator parameters, `mmnp train --params`) apply on top of every
+    level, as `mmnp generate --param` does on a level."""
 
     def __init__(self, curriculum: Curriculum, modality: str = "text", system_prompt: str | None = None,
-                 image_size: int = 768) -> None:
+                 image_size: int = 768, overrides: dict[str, dict] | None = None) -> None:
         if modality not in ("text", "image"):
             raise UsageError(f"modality {modality!r}: choose text or image")
         self.curriculum = curriculum
         self.modality = modality
         self.system_prompt = system_prompt
         self.image_size = image_size
+        self.overrides = overrides or {}
 
     def __iter__(self) -> Iterator[dict]:
         return self.iterate(0)
@@ -260,7 +264,8 @@ class CurriculumStream:
         task_name, level, seed = self.curriculum.item(index)
         task = get_task(task_name)
         difficulty = level_name(level)
-        inst = task.generate(difficulty, seed, id=instance_id(task_name, difficulty, index))
+        inst = task.generate(difficulty, seed, id=instance_id(task_name, difficulty, index),
+                             **self.overrides.get(task_name, {}))
         text = inst.prompt if self.modality == "text" else inst.image_prompt
         prompt = ([{"role": "system", "content": self.system_prompt}] if self.system_prompt else []) + \
             [{"role": "user", "content": text}]

@@ -38,16 +38,33 @@ def training_instances(tasks: str | list[str], difficulties: list[str], count: i
         return select_instances(tasks, difficulties, data=data, count=count, seed=seed).instances
     if data is not None:
         raise UsageError("--params applies to generated instances; drop it or drop --data")
-    try:  # generate's checks: a key some task takes, a value within its sizes (n=5000 would not fit a prompt)
+    overrides = generator_overrides(tasks, difficulties, params, count)
+    try:
+        return [get_task(t).generate(d, instance_seed(seed, i), id=instance_id(t, d, i), **overrides[t])
+                for t in overrides for d in dict.fromkeys(difficulties) for i in range(count)]
+    except ValueError as e:
+        raise _said_as_train(e) from None
+
+
+def generator_overrides(tasks: str | list[str], difficulties: list[str], params: dict[str, Any],
+                        count: int = 1) -> dict[str, dict]:
+    """Each task's share of `params` ("n=4": every task taking n; "tsp.n=4": TSP's), checked as
+    `mmnp generate --param` checks it (a key some task takes, a value within every difficulty's
+    sizes: n=5000 would not fit a prompt), with the messages naming train's --params."""
+    try:
         spec = GenerateSpec(tasks=tuple(t.name for t in resolve_tasks(tasks)),
-                            difficulties=tuple(dict.fromkeys(difficulties)), count=count, seed=seed, images=False,
+                            difficulties=tuple(dict.fromkeys(difficulties)), count=count, seed=0, images=False,
                             optimal=False, params=dict(params))
-        return [get_task(t).generate(d, instance_seed(seed, i), id=instance_id(t, d, i), **spec.overrides(t))
-                for t, d in spec.shards() for i in range(count)]
-    except ValueError as e:  # generate's own messages name its flag (--param, --count): said as train's
-        message = str(e)
-        raise UsageError(message.replace("--param ", "--params ", 1) if message.startswith("--")
-                         else f"--params: {message}") from None
+    except ValueError as e:
+        raise _said_as_train(e) from None
+    return {t: spec.overrides(t) for t in spec.tasks}
+
+
+def _said_as_train(error: ValueError) -> UsageError:
+    """generate's own messages name its flag (--param, --count): said as train's."""
+    message = str(error)
+    return UsageError(message.replace("--param ", "--params ", 1) if message.startswith("--")
+                      else f"--params: {message}")
 
 
 def best_answer(inst: Instance) -> str:

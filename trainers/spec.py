@@ -121,11 +121,46 @@ class TrainSpec(CurriculumSpec):
             if "required" in f.metadata and not self.options.get(f.name):
                 raise UsageError(f"--algo {self.algo} needs --{f.name.replace('_', '-')} {f.metadata['required']}")
         check_loss_settings(get_algorithm(self.algo), self.beta)
-        if curriculum_spec(self) is not None and self.data is not None:
-            raise UsageError("--curriculum generates its instances level by level; drop --data")
+        self._check_curriculum()
+        self._check_params()
         if self.loss_type not in LOSS_TYPES:
             raise UsageError(f"--loss-type {self.loss_type!r}: choose one of {', '.join(LOSS_TYPES)} (TRL's)")
         self._check_generation_batch()
+
+    def _check_curriculum(self) -> None:
+        """A curriculum draws its instances level by level without end, so the settings of a fixed
+        training set mean nothing with it; its own settings mean nothing without it. Either is
+        refused rather than ignored (--params applies on top of every level)."""
+        schedule = curriculum_spec(self)
+        defaults = {f.name: f.default for f in fields(TrainSpec)}
+        if schedule is None:
+            given = [f.name for f in fields(CurriculumSpec)
+                     if f.name != "curriculum" and getattr(self, f.name) != defaults[f.name]]
+            if given:
+                flag = given[0].replace("_", "-")
+                raise UsageError(f"--{flag} is a curriculum setting: add --curriculum fixed, linear or adaptive, "
+                                 f"or drop --{flag}")
+            return
+        if self.data is not None:
+            raise UsageError("--curriculum generates its instances level by level; drop --data")
+        for name in ("difficulty", "count"):
+            if getattr(self, name) != defaults[name]:
+                raise UsageError(f"--curriculum draws its instances level by level (--curriculum-start to "
+                                 f"--curriculum-top) without end; drop --{name}")
+
+    def _check_params(self) -> None:
+        """--params checked as `mmnp generate --param` checks it, on every difficulty or level it
+        will generate, before the model loads."""
+        from mmnp.levels import level_name
+        from mmnp.trainers.data import generator_overrides, parse_params
+
+        params = parse_params(self.params)
+        if not params or self.data is not None:  # with --data: refused where the data is read
+            return
+        schedule = curriculum_spec(self)
+        difficulties = (self.difficulty.split(",") if schedule is None else
+                        [level_name(level) for level in range(schedule.curriculum_start, schedule.curriculum_top + 1)])
+        generator_overrides(self.tasks, difficulties, params, 1 if schedule else self.count)
 
     def _check_generation_batch(self) -> None:
         """TRL's rule (GRPOConfig.__post_init__): the generation batch, per_device_train_batch_size x
