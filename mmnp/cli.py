@@ -206,6 +206,9 @@ def audit(
     What a resumed run or a merge takes as written (an exact answer's proof, its bound, the solver's work)
     is checked here: for data made elsewhere (parts from other machines, a download). Exits 3 when an instance
     differs (1: the dataset cannot be read as it is, 2: a usage error)."""
+    import shlex
+
+    from mmnp.export import source_command
     from mmnp.generation import plan_audit, run_audit
 
     if sample is not None and sample < 1:
@@ -221,10 +224,11 @@ def audit(
         console.print(f"[red]differs[/] {escape(line)}", highlight=False)
     how = "exact solves included" if audit.spec.optimal else "no exact references (--no-optimal)"
     if problems:
+        again = f"{source_command(audit.dataset.manifest, shlex.quote(str(data)))} --overwrite"
         console.print(f"[red]{len(problems)} of {len(made)} instances made again ({how}) differ from "
                       f"{escape(str(data))}[/]: they were edited after they were made, or made by other code; "
-                      "regenerate it (`mmnp generate` with its manifest's arguments) or take it from its maker again",
-                      highlight=False)
+                      f"make it again ({escape(again)}: its manifest is whole, so only --overwrite or another --out "
+                      "makes it again) or take it from its maker again", highlight=False)
         raise typer.Exit(AUDIT_DIFFERS)
     console.print(f"[green]{len(made)} instances made again ({how}): identical to {escape(str(data))}[/]",
                   highlight=False)

@@ -39,6 +39,9 @@ def import_command(
     relabel: Annotated[Optional[int], typer.Option(
         metavar="SEED", help="DIMACS: renumber the vertices by a permutation drawn from SEED (a file's numbering can "
                              "give the answer away: Leighton's le450 graphs are coloured by vertex mod k)")] = None,
+    unit_costs: Annotated[bool, typer.Option(
+        "--unit-costs", help="OR-Library: read weighted set cover files (scp4x, scpa...) as their unicost variants, "
+                             "as the unicost literature does (mmnp's set_cover counts subsets)")] = False,
 ) -> None:
     """Import published instances (TSPLIB, DIMACS, OR-Library, or the shipped classic set) as a dataset."""
     bar, jobs = progress_bar(), []
@@ -52,7 +55,8 @@ def import_command(
     try:
         manifest = importers.import_files(
             fmt, files or [], out, task, complement, optima, images, optimal, image_size, time_limit, relabel,
-            notice=lambda line: console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False), progress=report)
+            notice=lambda line: console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False), progress=report,
+            unit_costs=unit_costs)
     except BaseException:
         if jobs:  # a refused instance is one line: the bar cleared, and not Progress.stop, which prints a
             bar.live.transient = True  # line break off a terminal

@@ -333,6 +333,7 @@ def source_command(manifest: dict, out: str = "DATA", part: tuple[int, int] | No
         parts += [f"--task {a['task']}"] if a.get("task") else []
         parts += ["--complement"] if a.get("complement") else []
         parts += [f"--relabel {a['relabel']}"] if a.get("relabel") is not None else []
+        parts += ["--unit-costs"] if a.get("unit_costs") else []
     else:
         shard = f" --shard {part[0]}/{part[1]}" if part else ""
         parts = [f"mmnp generate{shard} --out {out}", f"--tasks {','.join(a['tasks'])}",

@@ -87,6 +87,10 @@ class GenerateSpec:
         if not 0 < self.time_limit <= 86400:
             raise UsageError(f"--time-limit must be a positive number of deterministic seconds, got {self.time_limit}")
         check_image_size(self.image_size)
+        for flag, names, example in (("--tasks", self.tasks, "all, or tsp,knapsack"),
+                                     ("--difficulty", self.difficulties, "easy,medium, or L1-L5")):
+            if not names:
+                raise UsageError(f"{flag} names nothing: give at least one, e.g. {example}")
         for kind, names in (("task", self.tasks), ("difficulty", self.difficulties)):
             if twice := sorted({name for name in names if names.count(name) > 1}):
                 raise UsageError(f"{kind} {', '.join(twice)} given twice; name each once")
@@ -131,7 +135,11 @@ class GenerateSpec:
         return scope == task or (not scope and param in get_task(task).generator.Config.__dataclass_fields__)
 
     def overrides(self, task: str) -> dict[str, Any]:
-        return {key.rpartition(".")[2]: value for key, value in self.params.items() if self._takes(task, key)}
+        """The parameters `task` takes: a task's own (`tsp.n=25`) over one for every task (`n=25`),
+        whichever order they were given in (a manifest lists them sorted)."""
+        plain = {key: value for key, value in self.params.items() if "." not in key and self._takes(task, key)}
+        own = {key.rpartition(".")[2]: value for key, value in self.params.items() if key.rpartition(".")[0] == task}
+        return {**plain, **own}
 
     def shards(self) -> list[tuple[str, str]]:
         return [(t, d) for t in self.tasks for d in self.difficulties]
@@ -181,10 +189,20 @@ def _build(job: tuple) -> tuple[str, bytes, bytes | None]:
     name, difficulty, index, seed, overrides, images, optimal, size, time_limit = job
     task = get_task(name)
     id = instance_id(name, difficulty, index)
+    given = ", ".join(f"--param {key}={value}" for key, value in overrides.items())
     try:
         inst = task.generate(difficulty, seed, id=id, optimal=optimal, time_limit=time_limit, **overrides)
     except ValueError as e:  # a generator refusing its parameters (e.g. too many cities for the grid)
-        raise UsageError(f"{id}: {e}") from None
+        raise UsageError(f"{id}{f' (with {given})' if given else ''}: {e}") from None
+    except Exception as e:  # a preset's values are tested; a --param's may be outside what the generator handles
+        if not overrides:
+            raise
+        raise UsageError(f"{id}: the {name} generator cannot make an instance with {given} "
+                         f"({type(e).__name__}: {e}); choose values nearer its presets (`mmnp tasks --levels`)") from None
+    objectives = [ref["objective"] for ref in inst.reference.values() if ref]
+    if overrides and 0 in objectives:  # as `mmnp import` refuses it: no answer can score
+        raise UsageError(f"{id}: with {given} its reference objective is 0 (e.g. a graph without edges), so the "
+                         "Quality Ratio is undefined; choose values whose instances have answers scoring above 0")
     png = None
     if images:
         png, picture = task.picture(inst, size)
@@ -461,6 +479,7 @@ def generate_dataset(
         if manifest is not None and salvaged is None:
             return manifest  # finished and intact
         jobs = jobs_of(spec, part)
+        fresh = state is None and salvaged is None
         if state is None:
             state = _start(out, wanted, manifest, salvaged)
         finished, dropped = _read_log(out, jobs, spec.images)
@@ -473,7 +492,14 @@ def generate_dataset(
                        "generating them again")
         if finished and remaining and salvaged is None and notify:
             notify(f"resuming: {len(finished)} of {len(jobs)} instances already finished")
-        _execute(out, jobs, finished, workers=workers, executor=executor, ray_address=ray_address, progress=progress)
+        try:
+            _execute(out, jobs, finished, workers=workers, executor=executor, ray_address=ray_address,
+                     progress=progress)
+        except UsageError:  # refused before anything was made: the folder is left as it was found
+            if fresh and not finished:
+                (out / LOG).unlink(missing_ok=True)
+                (out / IN_PROGRESS).unlink()
+            raise
         if part is not None:
             return {"part": list(part), "instances": len(jobs), "arguments": spec.to_json()}
         return _finish(out, spec, state, finished)

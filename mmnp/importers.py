@@ -91,11 +91,15 @@ class ImportSpec:
     image_size: int = 768
     time_limit: float = DEFAULT_TIME_LIMIT
     relabel: int | None = None
+    unit_costs: bool = False
 
     def to_json(self) -> dict:
+        """Recorded as the manifest's arguments; `unit_costs` only when set, so imports made before
+        it existed keep their arguments."""
         return {"import": self.format, "files": list(self.files), "task": self.task, "complement": self.complement,
                 "images": self.images, "optimal": self.optimal, "image_size": self.image_size,
-                "time_limit": self.time_limit, "relabel": self.relabel}
+                "time_limit": self.time_limit, "relabel": self.relabel,
+                **({"unit_costs": True} if self.unit_costs else {})}
 
 
 # -- readers ------------------------------------------------------------------------------
@@ -763,16 +767,22 @@ def _resumed(record: dict | None, item: Published, index: int, shard: str, spec:
 def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None, complement: bool = False,
                  optima: Path | None = None, images: bool = True, optimal: bool = True,
                  image_size: int = 768, time_limit: float = DEFAULT_TIME_LIMIT, relabel: int | None = None,
-                 notice: Callable[[str], None] | None = None, progress: Callable[[int, int], None] | None = None
-                 ) -> dict:
+                 notice: Callable[[str], None] | None = None, progress: Callable[[int, int], None] | None = None,
+                 unit_costs: bool = False) -> dict:
     """What `mmnp import` does: read, attach optima, renumber graphs' vertices (`relabel`: a seed),
     write the dataset; returns the manifest. `notice` takes a line for each colouring instance
     whose vertex numbers already colour it (`numbering_colours`) when it is not renumbered;
-    `progress(done, total)` follows the instances built."""
+    `progress(done, total)` follows the instances built; `unit_costs` reads weighted OR-Library
+    set cover files as their unicost variants (as the unicost literature does)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     if relabel is not None and relabel < 0:
         raise UsageError(f"--relabel {relabel}: a seed is a whole number >= 0")
+    if not 0 < time_limit <= 86400:  # as `mmnp generate` refuses it (inf would also be no JSON in the manifest)
+        raise UsageError(f"--time-limit must be a positive number of deterministic seconds, at most 86400, "
+                         f"got {time_limit}")
+    if unit_costs and fmt != "orlib":
+        raise UsageError(f"--unit-costs reads OR-Library set cover files; `mmnp import {fmt}` has no costs to drop")
     if FORMATS[fmt].shipped is not None:
         if files:
             raise UsageError(f"`mmnp import {fmt}` takes no files: it imports the shipped {fmt} set")
@@ -785,11 +795,14 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
         if not files:
             raise UsageError(f"`mmnp import {fmt}` needs at least one file")
         known = load_optima(optima)
-        items = [read_file(fmt, path, task, complement) for path in files]
+        items = [read_file(fmt, path, task, complement, unit_costs) for path in files]
         if relabel is not None:
             items = [relabelled(item, relabel) for item in items]
         used = set()
         for k, (path, item) in enumerate(zip(files, items)):
+            if item.name != path.name and {item.name, path.name} <= set(known):
+                raise DataError(f"--optima {optima}: {path.name!r} and {item.name!r} name one instance; keep one "
+                                "of the two entries")
             name = item.name if item.name in known else path.name
             if name in known:
                 used.add(name)
@@ -804,5 +817,5 @@ def import_files(fmt: str, files: list[Path], out: Path, task: str | None = None
                 notice(line)
         shard, names = "imported", [p.name for p in files]
     spec = ImportSpec(fmt, tuple(names), task, complement, images, optimal, check_image_size(image_size), time_limit,
-                      relabel)
+                      relabel, unit_costs)
     return import_dataset(out, items, spec, shard, progress)

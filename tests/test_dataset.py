@@ -441,6 +441,10 @@ def test_audit_makes_instances_again_and_finds_what_a_merge_takes_as_written(tmp
     made, problems = audit_dataset(tmp_path / "merged", 2, seed=1)
     assert len(made) == 2 and [p.split(":")[0] for p in problems] == [i for i in made if i in (
         "knapsack-easy-0000", "knapsack-easy-0001")]  # a seeded sample, checked the same way
+    again = shlex.split(said.split("make it again (")[1].split(": its manifest is whole")[0])
+    assert again[:2] == ["mmnp", "generate"] and again[-1] == "--overwrite"  # followed, the advice mends it
+    assert runner.invoke(app, again[1:]).exit_code == 0
+    assert audit_dataset(tmp_path / "merged", workers=2)[1] == []
     result = runner.invoke(app, ["audit", str(straight), "--workers", "2"])
     assert result.exit_code == 0 and "6 instances made again (exact solves included): identical" in \
         " ".join(result.output.split()), result.output
@@ -616,6 +620,46 @@ def test_param_overrides_reach_the_instances(tmp_path):
             assert max(inst.data["weights"]) <= 20
 
 
+def test_a_tasks_own_param_wins_over_one_for_every_task_in_any_order(tmp_path):
+    """`--param n=30 --param knapsack.n=10` made 10 items and the reverse order 30; the manifest lists
+    params sorted, so `mmnp audit` made other instances and called the dataset edited."""
+    sizes = set()
+    for order in (["n=30", "knapsack.n=10"], ["knapsack.n=10", "n=30"]):
+        params = dict(p.split("=") for p in order)
+        spec = GenerateSpec(tasks=("knapsack", "tsp"), difficulties=("easy",), count=1, seed=0, images=False,
+                            optimal=False, params=params)
+        assert spec.overrides("knapsack") == {"n": "10"} and spec.overrides("tsp") == {"n": "30"}
+        out = tmp_path / "-".join(order)
+        generate_dataset(out, spec)
+        sizes.add(tuple(len(i.data.get("weights", i.data.get("coords", []))) for i in load_dataset(out)))
+        assert audit_dataset(out)[1] == []
+    assert sizes == {(10, 30)}
+
+
+@pytest.mark.parametrize("task, params, words", [
+    ("vertex_cover", {"n": "1"}, "with --param n=1 its reference objective is 0"),
+    ("knapsack", {"max_value": "0"}, "its reference objective is 0"),
+    ("set_cover", {"subsets": "0"}, "the set_cover generator cannot make an instance with --param subsets=0"),
+])
+def test_params_no_instance_can_be_scored_on_are_refused_and_leave_the_folder_as_it_was(tmp_path, task, params,
+                                                                                       words):
+    """A perfect solver scored QR 0 on `--param n=1` vertex covers (reference 0), and generator crashes were
+    tracebacks that left an unfinished run no command could finish; now one line, and the folder is
+    left as it was found (empty here), so the next command is free to use it."""
+    out = tmp_path / "d"
+    result = runner.invoke(app, ["generate", "--tasks", task, "--difficulty", "easy", "--count", "2", "--no-images",
+                                 "--no-optimal", "--workers", "1", "--out", str(out),
+                                 *[f"--param={k}={v}" for k, v in params.items()]])
+    lines = [line for line in result.output.splitlines() if line.strip() and "generating" not in line]
+    assert result.exit_code == 2 and len(lines) == 1 and words in " ".join(lines[0].split()), result.output
+    assert not out.exists() or not any(out.iterdir())
+    assert runner.invoke(app, ["generate", "--tasks", task, "--difficulty", "easy", "--count", "1", "--no-images",
+                               "--no-optimal", "--workers", "1", "--out", str(out)]).exit_code == 0
+    for flags, words in ((["--tasks", ","], "--tasks names nothing"), (["--difficulty", ","], "--difficulty names")):
+        result = runner.invoke(app, ["generate", "--tasks", "tsp", "--count", "1", *flags, "--out", str(tmp_path / "e")])
+        assert result.exit_code == 2 and words in result.output and not (tmp_path / "e").exists(), result.output
+
+
 def test_hard_family_params_pass_the_size_guard_and_reach_the_instances(tmp_path):
     """Number magnitudes cost no memory: they have their own limit instead of 10 x the presets'
     (which still caps n); an unknown family and numbers no heuristic serves fail in one line."""
@@ -635,7 +679,8 @@ def test_hard_family_params_pass_the_size_guard_and_reach_the_instances(tmp_path
             GenerateSpec(tasks=("knapsack", "subset_sum"), difficulties=("easy",), count=1, seed=0, params=params)
     too_many = GenerateSpec(tasks=("subset_sum",), difficulties=("easy",), count=1, seed=0, images=False, optimal=False,
                             params={"n": "60", "min_value": str(10**11), "max_value": str(10**12)})
-    with pytest.raises(UsageError, match="subset_sum-easy-0000: .*use fewer or smaller numbers"):
+    with pytest.raises(UsageError, match=r"subset_sum-easy-0000 \(with --param n=60, --param min_value=.*\): .*use "
+                                         r"fewer or smaller numbers"):
         generate_dataset(tmp_path / "bad", too_many)
 
 

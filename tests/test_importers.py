@@ -107,6 +107,29 @@ def test_orlib_shapes_knapsack_steiner_and_unicost_scp():
         read_orlib("3 3\n1 1 1\n1 1\n1 2\n1 3\n", "d.txt")
 
 
+def test_a_weighted_scp_file_imports_as_its_unicost_variant_with_the_flag_its_refusal_names(tmp_path: Path):
+    """The refusal of a weighted file named --unit-costs, which `mmnp import` did not have; with it the
+    file imports as its unicost variant, recorded in the arguments and in the command that rebuilds it."""
+    from mmnp.export import source_command
+
+    (tmp_path / "w.txt").write_text("3 2\n1 7\n1 1\n2 1 2\n1 2\n")  # 3 rows, 2 columns, costs 7 and 1
+    plain = runner.invoke(app, ["import", "orlib", str(tmp_path / "w.txt"), "--out", str(tmp_path / "a"),
+                                "--no-images"])
+    assert plain.exit_code == 1 and "--unit-costs reads it as its unicost variant" in plain.output, plain.output
+    result = runner.invoke(app, ["import", "orlib", str(tmp_path / "w.txt"), "--unit-costs", "--out",
+                                 str(tmp_path / "b"), "--no-images", "--time-limit", "2"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert manifest["arguments"]["unit_costs"] is True and "--unit-costs" in source_command(manifest)
+    record = json.loads((tmp_path / "b" / "set_cover" / "imported.jsonl").read_text().splitlines()[0])
+    assert record["instance"]["subsets"] == [[1, 2], [2, 3]] and record["reference"]["optimal"]["objective"] == 2
+    for flags, words in ((["--unit-costs"], "--unit-costs reads OR-Library set cover files"),
+                         (["--time-limit", "inf"], "--time-limit must be a positive number")):
+        refused = runner.invoke(app, ["import", "tsplib", str(tmp_path / "w.txt"), "--out", str(tmp_path / "c"),
+                                      *flags])
+        assert refused.exit_code == 2 and words in refused.output and not (tmp_path / "c").exists(), refused.output
+
+
 def test_import_builds_a_dataset_with_published_optima(tmp_path: Path):
     tsp = tmp_path / "square5.tsp"
     tsp.write_text(SQUARE)
@@ -516,6 +539,8 @@ def test_fuzzed_tsplib_files(coords, dimension, noise):
     ('{"square5": {"optimum": 14}}', r"'square5': unknown key 'optimum'"),
     ('{"square5": 14}', r"'square5': expected"),
     ('{"square6": {"objective": 14}}', r"'square6' names none of the imported files"),
+    ('{"square5": {"objective": 14}, "square5.tsp": {"objective": 14}}',
+     r"'square5.tsp' and 'square5' name one instance; keep one"),
     ('{"square5": {"objective": 14}', r":1: not JSON"),
     ('{"square5": {"objective": 13, "proven": true}}', r"'square5': the claimed optimum 13 is better than 14, which "
                                                        r"the exact solver proved optimal"),

@@ -21,7 +21,7 @@ from fake_openai import FakeOpenAI  # noqa: E402
 
 import mmnp  # noqa: E402
 from conftest import SMALL_TOTAL  # noqa: E402
-from mmnp.dataset import load_dataset  # noqa: E402
+from mmnp.dataset import GenerateSpec, generate_dataset, load_dataset  # noqa: E402
 from mmnp.errors import UsageError  # noqa: E402
 from mmnp.lm_eval_tasks.utils import load_docs, process_results  # noqa: E402
 
@@ -158,6 +158,33 @@ def test_lmms_eval_image_scores_equal_mmnp_eval(small_dataset, tmp_path):
         assert lmms[f"mmnp_image_{task}"]["qr,none"] == pytest.approx(scores["qr"], abs=1e-12), task
     assert lmms["mmnp_image"]["qr,none"] == pytest.approx(mm["macro_over_tasks"]["qr"], abs=1e-12)
     assert 0 < mm["macro_over_tasks"]["sr"] < 1
+
+
+def test_the_lmms_eval_group_lists_what_the_export_holds_and_reads_it_from_anywhere(tmp_path):
+    """lmms-eval stopped (KeyError: 'meeting_scheduling', exit 0) on `--tasks mmnp_image` over an
+    export of two tasks, and a relative --data was written as it was, so lmms-eval run from
+    another folder went to the Hub. A folder that is no task-split export is one line here."""
+    import yaml
+
+    from mmnp.export import export_dataset
+
+    data = tmp_path / "data"
+    generate_dataset(data, GenerateSpec(tasks=("knapsack", "graph_coloring"), difficulties=("easy",), count=1, seed=0,
+                                        optimal=False))
+    export_dataset(data, tmp_path / "by-task", "hf", "task")
+    export_dataset(data, tmp_path / "by-level", "hf", "difficulty")
+    done = subprocess.run([sys.executable, "-m", "mmnp.lmms_eval_tasks", "--data", "by-task"], capture_output=True,
+                          text=True, check=True, cwd=tmp_path)
+    folder = Path(done.stdout.strip())
+    members = yaml.safe_load((folder / "mmnp_image.yaml").read_text())["task"]
+    assert members == ["mmnp_image_graph_coloring", "mmnp_image_knapsack"]  # registry order
+    template = yaml.safe_load((folder / "_template_yaml").read_text().replace("!function", ""))
+    assert template["dataset_path"] == str((tmp_path / "by-task").resolve())
+    for given, words in (("by-level", "has no split named graph_coloring"), ("data", "holds no parquet files")):
+        refused = subprocess.run([sys.executable, "-m", "mmnp.lmms_eval_tasks", "--data", given], capture_output=True,
+                                 text=True, cwd=tmp_path)
+        lines = refused.stderr.strip().splitlines()
+        assert refused.returncode == 1 and len(lines) == 1 and words in lines[0], refused.stderr
 
 
 def test_task_folders_follow_the_registry_plug_in_tasks_included(tmp_path):
