@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import mmnp
+from mmnp.clikit import script_main
 from mmnp.layout import _segment_distances
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
@@ -100,4 +101,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

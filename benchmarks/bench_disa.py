@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from mmnp.clikit import script_main
 from mmnp.trainers.disa.anchor import fit
 from mmnp.trainers.disa.estimate import EstimateSpec, estimate, log_z_importance_sampling
 
@@ -42,6 +43,8 @@ def main() -> None:
     parser.add_argument("--model", help="reference = proposal model folder (default: a fresh `mmnp tiny-model`)")
     parser.add_argument("--proposal", help="a different proposal model (default: the reference itself)")
     args = parser.parse_args()
+    if args.prompts < 5:
+        parser.error(f"--prompts {args.prompts}: the regressor's fit needs at least 5 prompts")
 
     print("toy (pi_ref, proposal explicit over 5 answers, beta 3): bias of log Z_IS")
     print(f"{'N':>5} {'bias':>10} {'-cv^2/2N':>10}")
@@ -71,4 +74,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

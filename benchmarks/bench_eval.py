@@ -24,11 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from mmnp.clikit import script_main
 from mmnp.dataset import GenerateSpec, generate_dataset
+from mmnp.dataset import select_instances
 from mmnp.evaluation.backend import Completion, Request, Sampling
 from mmnp.evaluation.openai_backend import OpenAIBackend
 from mmnp.evaluation.runner import EvalConfig, evaluate
-from mmnp.dataset import select_instances
 from mmnp.registry import get_task
 
 
@@ -173,4 +174,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mmnp.clikit import script_main
+
 
 def best(repeat: int, run) -> float:
     times = []
@@ -55,4 +57,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

@@ -31,9 +31,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from mmnp import importers
+from mmnp.clikit import script_main
 from mmnp.errors import DataError
 from mmnp.importers import Published, build_instance, classic_instances, read_file, relabelled
-from mmnp.registry import get_task
+from mmnp.registry import get_task, task_names
 
 LIST = Path(__file__).with_name("published.json")
 # The import bounds keep a dataset's instances to what fits a prompt and a picture; the published
@@ -100,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
                              "depend on the files' numbering?")
     args = parser.parse_args(argv)
     tasks = set(args.tasks.split(",")) if args.tasks else None
+    if unknown := sorted((tasks or set()) - set(task_names())):
+        parser.error(f"--tasks: no task named {unknown[0]} (tasks: {', '.join(task_names())})")
+    if args.dir is not None and not args.dir.is_dir():
+        parser.error(f"--dir {args.dir}: no such folder (fetch_published.py --dir {args.dir} assembles it)")
     try:
         items, missing, beyond = published(args.dir, tasks) if args.dir else ([], [], set())
     except DataError as e:
@@ -109,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         shipped = [i for i in classic_instances() if not tasks or i.task in tasks]
         seen = {(i.task, i.name) for i in shipped}
         items = shipped + [i for i in items if (i.task, i.name) not in seen]
+        missing = [name for name in missing if tuple(name.split(":", 1)) not in seen]  # measured from the set
     if args.relabel is not None:
         items = [relabelled(i, args.relabel) if set(i.data) == {"n", "edges"} else i for i in items]
     print(f"{'task':15s} {'instance':26s} {'size':>14s} {'best':>9s} {'heur':>9s} {'gap':>7s} {'cpu s':>7s}"
@@ -165,4 +171,4 @@ def _size(data: dict) -> str:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(script_main(main))

@@ -17,6 +17,7 @@ import argparse
 import resource
 import time
 
+from mmnp.clikit import script_main
 from mmnp.importers import build_instance, classic_instances
 from mmnp.registry import get_task
 from mmnp.task import sample_params
@@ -91,4 +92,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

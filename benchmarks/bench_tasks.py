@@ -35,7 +35,10 @@ import time
 from pathlib import Path
 
 import mmnp
+from mmnp.clikit import script_main
+from mmnp.errors import UsageError
 from mmnp.registry import resolve_tasks
+from mmnp.render import check_image_size
 from mmnp.task import Task
 
 WARM_UP_SEEDS = range(10**9, 10**9 + 5)  # untimed instances before each speed measure (`warm_up`), seeds
@@ -261,6 +264,12 @@ def main() -> None:
     parser.add_argument("--compare", metavar="REV", help="generation speed of git revision REV against the working tree")
     parser.add_argument("--repeat", type=int, default=3, help="--compare: batches per task, old and new taking turns")
     args = parser.parse_args()
+    if args.count < 1 or args.optimal_count < 0 or args.repeat < 1:
+        parser.error("--count and --repeat must be at least 1, --optimal-count at least 0")
+    try:
+        check_image_size(args.size)
+    except UsageError as e:
+        parser.error(str(e).replace("--image-size", "--size"))
     if args.compare:
         compare(args.compare, [t.name for t in resolve_tasks(args.tasks)], args.difficulty.split(","), args.count,
                 args.size, args.repeat)
@@ -293,4 +302,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

@@ -27,6 +27,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 import mmnp
+from mmnp.clikit import script_main
 from mmnp.trainers.rewards import get_reward, record_payload, reward_names
 from mmnp.trainers.spec import TrainSpec
 from mmnp.trainers.train import build_trainer
@@ -161,4 +162,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

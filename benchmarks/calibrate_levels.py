@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mmnp.clikit import script_main
 from mmnp.levels import TOP, level_name
 from mmnp.registry import get_task, resolve_tasks
 
@@ -164,4 +165,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(script_main(main))

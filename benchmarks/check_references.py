@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from mmnp.clikit import script_main
+
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 
 CELLS = (("tsp", "hard"), ("meeting_scheduling", "medium"), ("meeting_scheduling", "hard"))
@@ -61,4 +63,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(script_main(main))

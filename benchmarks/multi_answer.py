@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mmnp.clikit import script_main
+
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 
 
@@ -110,4 +112,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

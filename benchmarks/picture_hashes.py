@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from mmnp.clikit import script_main
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -47,10 +49,14 @@ def main(argv: list[str] | None = None) -> int:
             cell = key.rsplit("/", 1)[0]
             differ[cell] = differ.get(cell, 0) + 1
     common = sum(key in before for key in hashes)
+    unmatched = len(hashes) - common + sum(key not in hashes for key in before)
     print(f"{common} pictures compared, {sum(differ.values())} differ"
           + ("".join(f"\n  {cell}: {k}" for cell, k in sorted(differ.items())) if differ else ""))
-    return 1 if differ else 0
+    if unmatched:  # "no change" on samples that do not match is no verdict
+        print(f"error: {unmatched} pictures are in only one of {args.out} and {args.against}; hash the same "
+              "--tasks, --difficulties and --count both times", file=sys.stderr)
+    return 1 if differ or unmatched else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(script_main(main))

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 
 import mmnp
+from mmnp.clikit import script_main
 from mmnp.dataset import PRESETS, instance_id, instance_seed, preset_spec
 
 
@@ -56,4 +57,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

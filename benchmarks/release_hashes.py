@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mmnp.clikit import script_main
+
 ROOT = Path(__file__).resolve().parent.parent
 RELEASES = ROOT / "mmnp" / "releases.py"
 README = ROOT / "README.md"
@@ -146,4 +148,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

@@ -41,6 +41,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from mmnp.clikit import script_main
+
 TASK = "subset_sum"
 PARAMS = "n=6,max_value=3"
 ARMS = {  # name -> (algorithm, options); DMPO at the paper's lambda and alpha in both readings
@@ -451,4 +453,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(script_main(main))

@@ -1,4 +1,5 @@
-"""What every layer's commands share: the consoles, one-line user errors, list flags, the progress bar.
+"""What every layer's commands share: the consoles, one-line user errors (the benchmark scripts' too), list
+flags, the progress bar.
 
 Each layer owns its commands (`mmnp/cli.py`: data; `evaluation/cli.py`: eval and leaderboard;
 `trainers/cli.py`: training); `mmnp/cli.py` merges them into the one `mmnp` entry point.
@@ -7,6 +8,7 @@ Each layer owns its commands (`mmnp/cli.py`: data; `evaluation/cli.py`: eval and
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,6 +53,18 @@ def user_errors(fn: Callable) -> Callable:
             raise typer.Exit(getattr(e, "exit_code", 2)) from None
 
     return wrapper
+
+
+def script_main(main: Callable[[], int | None]) -> int:
+    """A benchmark script's exit code: `main`'s, or, for a refused input (an mmnp error), one
+    `error:` line on stderr and that error's code, as mmnp's commands say it."""
+    try:
+        return main() or 0
+    except MMNPError as e:
+        if DEBUG:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
 
 
 def split_list(value: str) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import benchmark_scripts
+import pytest
 
 from mmnp import importers
 
@@ -36,3 +37,42 @@ def test_instances_beyond_the_import_bounds_are_measured_and_counted_apart(tmp_p
     assert not rows["wide"]["importable"] and rows["wide"]["heuristic"] == 1 and rows["wide"]["size"].endswith("*")
     assert "1 of them within `mmnp import`'s bounds, 1 of those within 2%" in capsys.readouterr().out
     assert {name: getattr(importers, name) for name in script.WIDER_BOUNDS} == bounds
+
+
+def test_what_the_classic_set_measured_is_not_listed_as_missing_and_bad_selections_are_refused(tmp_path, capsys):
+    """With no files on disk, knapPI_1_200_1000_1 was measured from the shipped classic set and also
+    listed under "not on disk"; a mistyped task or a missing --dir printed "0 instances" and exit 0."""
+    script = benchmark_scripts.load("bench_published")
+    (tmp_path / "empty").mkdir()
+    script.main(["--dir", str(tmp_path / "empty"), "--tasks", "knapsack"])
+    out = capsys.readouterr().out
+    measured = {line.split()[1] for line in out.splitlines() if line.startswith("knapsack ")}
+    missing = out.split("not on disk")[1]
+    assert "knapPI_1_200_1000_1" in measured and not any(f"knapsack:{name}," in missing + ","
+                                                         for name in measured)
+    for argv, words in ((["--tasks", "max_cliqe"], "no task named max_cliqe"),
+                        (["--dir", str(tmp_path / "nowhere")], "no such folder")):
+        with pytest.raises(SystemExit) as stop:
+            script.main(argv)
+        assert stop.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_benchmark_scripts_refuse_bad_input_in_one_line(tmp_path):
+    """Tracebacks (an IndexError for --count 0) and a "0 pictures compared, 0 differ" pass on
+    samples that do not match: each is now one line and a failing exit."""
+    import subprocess
+    import sys
+
+    run = lambda name, *args: subprocess.run(  # noqa: E731
+        [sys.executable, str(benchmark_scripts.BENCHMARKS / f"{name}.py"), *args], capture_output=True, text=True,
+        cwd=tmp_path)
+    for name, args, words in (("bench_tasks", ["--tasks", "tsp", "--count", "0"], "--count and --repeat must be"),
+                              ("bench_tasks", ["--tasks", "nope"], "error: unknown task 'nope'"),
+                              ("bench_integrity", ["--data", str(tmp_path / "nowhere")], "is not a folder")):
+        done = run(name, *args)
+        assert done.returncode in (1, 2) and "Traceback" not in done.stderr and words in done.stderr, done.stderr
+    assert run("picture_hashes", "--out", "a.json", "--tasks", "knapsack", "--difficulties", "easy",
+               "--count", "1").returncode == 0
+    done = run("picture_hashes", "--out", "b.json", "--against", "a.json", "--tasks", "tsp", "--difficulties", "easy",
+               "--count", "1")
+    assert done.returncode == 1 and "2 pictures are in only one of" in done.stderr, done.stderr
