@@ -21,7 +21,7 @@ import numpy as np
 
 import mmnp
 from mmnp.clikit import script_main
-from mmnp.layout import _segment_distances
+from mmnp.layout import segment_distances
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -37,7 +37,7 @@ def v1_layout(n: int, size: int = 768) -> tuple[np.ndarray, float]:
 
 def occluded(pos: np.ndarray, edges: np.ndarray, r: float) -> int:
     """Edges passing under (within the radius of) a vertex they do not touch."""
-    return int((_segment_distances(pos, edges) < r).any(1).sum()) if len(edges) else 0
+    return int((segment_distances(pos, edges) < r).any(1).sum()) if len(edges) else 0
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from mmnp.core import CATEGORIES, Instance
 from mmnp.errors import DataError
-from mmnp.evaluation.metrics import STDERR, level_key
+from mmnp.evaluation.metrics import STDERR, level_key, over_instances
 from mmnp.evaluation.ranking import Board, Ranking, rows
 from mmnp.evaluation.runs import Run, cap, text_of
 from mmnp.evaluation.schema import number as _number
@@ -108,10 +108,35 @@ class _Plotter:
 
 
 def _label(text: str, limit: int | None = 60) -> str:
-    """A name from results.json drawn literally ($ would start matplotlib's math mode), cut to `limit`
-    characters (None: whole)."""
-    text = text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
+    """A name from results.json drawn literally ($ would start matplotlib's math mode), cut in the middle
+    to `limit` characters (None: whole): run names share heads (`org/model/checkpoint-1000`, `-2000`)
+    and differ in their tails, so both ends survive."""
+    if limit is not None and len(text) > limit:
+        head = (limit - 3) // 2
+        text = text[:head] + "..." + text[len(text) - (limit - 3 - head):]
     return text.replace("$", r"\$")
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """The legend labels, each repeated one numbered (`name #2`), so no two series share a legend entry."""
+    out: list[str] = []
+    for i, label in enumerate(labels):
+        if labels.count(label) > 1 or label in out:
+            label = f"{label} #{i + 1}"
+            while label in out or label in labels:
+                label += "'"
+        out.append(label)
+    return out
+
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
+
+
+def _style(i: int) -> tuple[str, str, str]:
+    """Series i's colour, marker (lines) and hatch (bars): matplotlib's 10 colours, then again with the
+    next marker and hatch, so 80 series are told apart (a colour alone repeats after 10)."""
+    return f"C{i % 10}", _MARKERS[i // 10 % len(_MARKERS)], _HATCHES[i // 10 % len(_HATCHES)]
 
 
 def _errors(groups: list[dict | None], key: str) -> list[float]:
@@ -125,6 +150,8 @@ class _Series:
 
     label: str
     color: str
+    marker: str
+    hatch: str
     modality: str
     metrics: dict
 
@@ -132,9 +159,12 @@ class _Series:
 def _plots(board: Board, ranking: Ranking, p: _Plotter) -> list[tuple[str, str]]:
     """(title, inline SVG) of one ranking's plots: SR/QR per category, by difficulty, by picture kind,
     pass@k and, per task evaluated at several levels, SR and QR against level."""
+    found = list(rows(ranking, board.modality))
     # a long name is cut, never its marks
-    series = [_Series(_label(run.label) + _label(f"{name[len(run.label):]} [{m}]", None), f"C{i % 10}", m, metrics)
-              for i, (run, m, metrics, name) in enumerate(rows(ranking, board.modality))]
+    labels = _unique([_label(run.label) + _label(f"{name[len(run.label):]} [{m}]", None)
+                      for run, m, _, name in found])
+    series = [_Series(label, *_style(i), m, metrics)
+              for i, (label, (_, m, metrics, _)) in enumerate(zip(labels, found))]
     if not series:
         return []
     plots = [("SR and QR per category", _category_plot(series, p)), ("QR by difficulty", _difficulty_plot(series, p))]
@@ -173,7 +203,7 @@ def _sr_qr_bars(series: list[_Series], groups_of: Callable[[_Series], list[dict 
             groups = groups_of(s)
             bars = ax.bar(np.arange(len(groups)) + i * width - 0.4 + width / 2,
                           [100 * (g or {}).get(key, math.nan) for g in groups], width, yerr=_errors(groups, key),
-                          capsize=2, label=s.label, color=s.color)
+                          capsize=2, label=s.label, color=s.color, hatch=s.hatch, edgecolor="white", linewidth=0)
             p.tag(bars.errorbar)
         ax.set_xticks(range(len(labels)), labels)
         ax.set_title(title)
@@ -190,7 +220,7 @@ def _difficulty_plot(series: list[_Series], p: _Plotter) -> str:
     for s in series:
         groups = [s.metrics["difficulties"].get(d) for d in levels]
         p.tag(ax.errorbar(range(len(levels)), [100 * g["qr"] if g else math.nan for g in groups],
-                          yerr=_errors(groups, "qr"), marker="o", capsize=3, label=s.label, color=s.color))
+                          yerr=_errors(groups, "qr"), marker=s.marker, capsize=3, label=s.label, color=s.color))
     ax.set_xticks(range(len(levels)), [_label(lv) for lv in levels])
     ax.set_title("QR by difficulty (mean over tasks), ± 1 SE")
     ax.set_ylabel("QR (%)")
@@ -200,12 +230,16 @@ def _difficulty_plot(series: list[_Series], p: _Plotter) -> str:
 
 
 def _kind_plot(pictured: list[_Series], kinds: list[str], p: _Plotter) -> str:
-    """Image SR and QR over all pictures and per picture kind, one bar per image series."""
+    """Image SR and QR over every image instance and over the instances of each picture kind (each
+    instance weighing the same: `tables.ALL_INSTANCES`), one bar per image series."""
     def groups(s: _Series) -> list[dict | None]:
-        return [s.metrics["overall"]] + [(s.metrics["picture_kinds"].get(k) or {}).get("overall") for k in kinds]
+        kinds_of = s.metrics["picture_kinds"]
+        return [over_instances(s.metrics["tasks"].values())] + [
+            over_instances(kinds_of[k]["tasks"].values()) if k in kinds_of else None for k in kinds]
 
-    return _sr_qr_bars(pictured, groups, ["all"] + [_label(k) for k in kinds],
-                       ("Image SR by picture kind, ± 1 SE", "Image QR by picture kind, ± 1 SE"), (11, 3.4), p)
+    return _sr_qr_bars(pictured, groups, ["All"] + [_label(k) for k in kinds],
+                       ("Image SR over each kind's instances, ± 1 SE",
+                        "Image QR over each kind's instances, ± 1 SE"), (11, 3.4), p)
 
 
 def _pass_at_k_plot(series: list[_Series], p: _Plotter) -> str:
@@ -214,7 +248,8 @@ def _pass_at_k_plot(series: list[_Series], p: _Plotter) -> str:
     ks = sorted({int(k) for s in series for k in s.metrics["overall"]["pass_at_k"]})
     for s in series:
         curve = s.metrics["overall"]["pass_at_k"]
-        ax.plot([int(k) for k in curve], [100 * v for v in curve.values()], marker="o", label=s.label, color=s.color)
+        ax.plot([int(k) for k in curve], [100 * v for v in curve.values()], marker=s.marker, label=s.label,
+                color=s.color)
         opt = s.metrics["overall"]["pass_at_k_opt"]
         ax.plot([int(k) for k in opt], [100 * v for v in opt.values()], linestyle="--", alpha=0.6, color=s.color)
     ax.set_title("pass@k (solid: feasible, dashed: best known)")
@@ -236,7 +271,7 @@ def _level_plot(series: list[_Series], task: str, levels: list[str], p: _Plotter
         cells = [s.metrics["task_difficulty"].get(f"{task}/{lv}") for lv in levels]
         for key, style in (("sr", "-"), ("qr", "--")):
             values = [100 * c[key] if c else math.nan for c in cells]
-            p.tag(ax.errorbar(x, values, yerr=_errors(cells, key), marker="o", capsize=3, linestyle=style,
+            p.tag(ax.errorbar(x, values, yerr=_errors(cells, key), marker=s.marker, capsize=3, linestyle=style,
                               color=s.color, label=s.label if key == "sr" else None))
     ax.axhline(100 * BREAK_SR, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xticks(x, [_label(lv) for lv in levels])

@@ -85,6 +85,30 @@ def _stderr_of_mean_of_groups(errors: list[float | None]) -> float | None:
     return math.sqrt(sum(e * e for e in errors)) / len(errors)
 
 
+def over_instances(groups: Iterable[dict]) -> dict:
+    """The scalars and pass@k curves of the union of disjoint groups of instances (tasks), each
+    instance weighing the same: each group's mean weighed by its instance count, its standard error
+    combined likewise. Exact, as a group's figures are means over its instances; a figure some group
+    lacks is left out."""
+    groups = [g for g in groups if g and g.get("instances")]
+    total = sum(g["instances"] for g in groups)
+    if not total:
+        return {}
+    out: dict = {"instances": total}
+    for key in SCALARS:
+        if all(g.get(key) is not None for g in groups):
+            out[key] = sum(g["instances"] * g[key] for g in groups) / total
+    for key, se in STDERR.items():
+        errors = [g.get(se) for g in groups]
+        if key in out and all(e is not None for e in errors):
+            out[se] = math.sqrt(sum((g["instances"] * e) ** 2 for g, e in zip(groups, errors))) / total
+    for curve in ("pass_at_k", "pass_at_k_opt"):
+        if all(isinstance(g.get(curve), dict) for g in groups):
+            ks = set.intersection(*(set(g[curve]) for g in groups))
+            out[curve] = {k: sum(g["instances"] * g[curve][k] for g in groups) / total for k in sorted(ks, key=int)}
+    return out
+
+
 def average(rows: Iterable[dict], of_groups: bool = False) -> dict:
     """Unweighted mean of instance metric dicts (or, `of_groups`, of group averages such as
     tasks), pass@k curves included, with the standard errors of STDERR (see the module doc)."""

@@ -62,6 +62,9 @@ class Board:
             elif incomplete and not include_incomplete:
                 left_out.append(f"left out {run.model} ({run.folder}): {incomplete}; run the same `mmnp eval` command "
                                 "again to retry, or pass --include-incomplete to show it marked")
+            elif not run.shows_anything():  # nothing to show, marked or not: a table of "(no results)" is no report
+                left_out.append(f"left out {run.model} ({run.folder}): it answered no sample, so it has no figure to "
+                                "show; run the same `mmnp eval` command again once what stopped it is fixed")
             else:
                 shown.append(run)
         by_protocol: dict[str, dict[str, list[Run]]] = {}

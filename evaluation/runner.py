@@ -36,7 +36,7 @@ from mmnp.evaluation.metrics import aggregate, instance_metrics
 from mmnp.evaluation.schema import PROBE, RESULTS, ImageProbe, ProbeGroup, ProbeMetrics, Results, Usage
 from mmnp.samplelog import SAMPLES, FolderLock, SampleLog, sample_key
 from mmnp.registry import get_task, list_tasks
-from mmnp.transcribe import probe_prompt
+from mmnp.transcribe import form, probe_prompt
 
 MODALITIES = ("text", "image")
 PROBES = ("transcribe",)
@@ -209,6 +209,10 @@ def build_requests(instances: Iterable[Instance], config: EvalConfig, image_load
                    log: SampleLog) -> list[Request]:
     """The calls still to make: every sample without a successful record, and (--rounds) every
     sample whose latest round asks for another (resumed at that round, never from round 1)."""
+    instances = list(instances)
+    if config.probe:  # the probe needs each task's transcription form (optional for a task): refused before any call
+        for task in sorted({inst.task for inst in instances}):
+            form(task)
     requests = []
     for inst in instances:
         for modality in config.modalities:
@@ -237,7 +241,7 @@ def _request(inst: Instance, modality: str, sample: int, config: EvalConfig,
              image_loader: Callable[[Instance], bytes], retry: bool = False, history: tuple = (),
              extra: tuple = ()) -> Request:
     """The request of one sample: what is sent for it (its messages) is a function of these alone."""
-    text = {"image": inst.image_prompt, PROBE: probe_prompt(inst.task)}.get(modality, inst.prompt)
+    text = inst.image_prompt if modality == "image" else probe_prompt(inst.task) if modality == PROBE else inst.prompt
     image = image_loader(inst) if modality in ("image", PROBE) else None
     return Request(inst, modality, sample, text, image, config.system_prompt, retry, history, extra)
 

@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING, Iterator
 
 from mmnp.core import CATEGORIES
-from mmnp.evaluation.metrics import STDERR, level_key
+from mmnp.evaluation.metrics import STDERR, level_key, over_instances
 from mmnp.evaluation.ranking import Board, Ranking, marked, rows
 from mmnp.evaluation.runs import Run, cap, text_of
 from mmnp.evaluation.schema import PROBE
@@ -107,13 +107,13 @@ def leaderboard_frame(ranking: Ranking, modality: str | None, se: str | None = N
 
 
 def detail_frame(ranking: Ranking, modality: str | None, scope: str, se: str | None = None) -> pd.DataFrame:
-    """One row per (model, modality, task | difficulty | overall | macro over tasks) with every scalar
-    metric, pass@k and distinct@n."""
+    """One row per (model, modality, overall | macro over tasks | category | task | difficulty | task and
+    difficulty) with every scalar metric, pass@k and distinct@n."""
     records = []
     for run, m, metrics, name in rows(ranking, modality):
         macro = metrics.get("macro_over_tasks")
         groups = {"overall": {"overall": metrics["overall"]}, "macro": {"macro over tasks": macro} if macro else {},
-                  "task": metrics["tasks"], "difficulty": metrics["difficulties"],
+                  "category": metrics["categories"], "task": metrics["tasks"], "difficulty": metrics["difficulties"],
                   "task_difficulty": metrics["task_difficulty"]}[scope]
         for key, g in groups.items():
             records.append(_detail_row({**_row_start(run, name, m, ranking.dataset is None), scope: key}, g, se))
@@ -143,11 +143,17 @@ def kinds_in(ranking: Ranking) -> list[str]:
     return [k for k in PICTURE_KINDS if k in found] + sorted(found - set(PICTURE_KINDS))
 
 
+ALL_INSTANCES = "all instances"  # the picture-kind rows over every instance of a kind
+
+
 def _kind_scopes(image: dict) -> Iterator[tuple[str, dict, dict[str, dict | None]]]:
-    """(scope, the total's group, each kind's group) overall, per task, and per task and level
-    where the level mixes kinds (there the kinds compare at one difficulty)."""
+    """(scope, the total's group, each kind's group) over all instances, per task, and per task and
+    level where the level mixes kinds (there the kinds compare at one difficulty). The first row
+    weighs every instance the same, the total's and each kind's alike (`over_instances` of its
+    tasks): the categories' mean would weigh one min_bisection drawing as a third of the drawings."""
     kinds = image["picture_kinds"]
-    yield "overall", image["overall"], {k: b["overall"] for k, b in kinds.items()}
+    yield (ALL_INSTANCES, over_instances(image["tasks"].values()),
+           {k: over_instances(b["tasks"].values()) for k, b in kinds.items()})
     for task, total in image["tasks"].items():
         yield task, total, {k: b["tasks"].get(task) for k, b in kinds.items()}
     for cell, total in image["task_difficulty"].items():
@@ -294,7 +300,9 @@ def report_sections(board: Board, ranking: Ranking, se: str | None) -> list[tupl
                          f"{100 * BREAK_SR:.0f} %", level_frame(ranking, m, se), "by-level"))
     if m in (None, "image") and kinds_in(ranking):
         sections.append(("Image scores by picture kind (drawing, edge_list, table, chart): SR and QR over the "
-                         "instances of each kind beside the total; task/level rows where a level mixes kinds",
+                         "instances of each kind beside those over every image instance (each instance weighing "
+                         "the same, not the categories' mean of the Overall column); task/level rows where a level "
+                         "mixes kinds",
                          kind_frame(ranking, se), "by-kind"))
     if m is None and any(r.probe() for r in ranking.runs):
         sections.append(("Perception and reasoning: text and image SR/QR beside the perception probe's "
@@ -307,14 +315,19 @@ def report_sections(board: Board, ranking: Ranking, se: str | None) -> list[tupl
     return sections
 
 
+def _rounds_of(run: Run, modality: str | None) -> Iterator[tuple[str, dict]]:
+    """(modality, its overall SR@r and QR@r by round) of a run made with --rounds K > 1."""
+    for m in run.modalities() if modality is None else [modality]:
+        rounds = ((run.results["metrics"].get(m) or {}).get("overall") or {}).get("rounds")
+        if isinstance(rounds, dict):
+            yield m, rounds
+
+
 def rounds_frame(ranking: Ranking, modality: str | None) -> pd.DataFrame:
     """Overall SR@r and QR@r per run and modality, for runs made with --rounds K > 1."""
     records = []
     for run in ranking.runs:
-        for m in run.modalities() if modality is None else [modality]:
-            rounds = ((run.results["metrics"].get(m) or {}).get("overall") or {}).get("rounds")
-            if not isinstance(rounds, dict):
-                continue
+        for m, rounds in _rounds_of(run, modality):
             row = _row_start(run, marked(run, m), m, ranking.dataset is None)
             for r in sorted(rounds, key=int):
                 row[f"SR round {r}"] = _pct(rounds[r].get("sr"))
@@ -351,12 +364,15 @@ def csv_board(board: Board, stderr: bool) -> str:
             alone = Ranking([run], run.dataset, run.protocol)
             ours = [detail_frame(alone, board.modality, scope, "column" if stderr else None)
                     .rename(columns={scope: "name"}).assign(scope=scope)
-                    for scope in ("overall", "macro", "task", "difficulty", "task_difficulty")]
+                    for scope in ("overall", "macro", "category", "task", "difficulty", "task_difficulty")]
             image = run.results["metrics"].get("image") or {}
             if board.modality in (None, "image") and image.get("picture_kinds"):
                 ours.append(_frame([_detail_row({"model": marked(run, "image"), "modality": "image", "name": kind + (
-                    "" if scope == "overall" else f"/{scope}"), "scope": "picture_kind"}, g, "column" if stderr else None)
+                    "" if scope == ALL_INSTANCES else f"/{scope}"), "scope": "picture_kind"}, g, "column" if stderr else None)
                     for scope, _, split in _kind_scopes(image) for kind, g in split.items() if g is not None]))
+            ours.append(_frame([{"model": marked(run, m), "modality": m, "name": f"round {r}", "scope": "rounds",
+                                 "SR": _pct(rounds[r].get("sr")), "QR": _pct(rounds[r].get("qr"))}
+                                for m, rounds in _rounds_of(run, board.modality) for r in sorted(rounds, key=int)]))
             probe = run.probe() if board.modality is None else None
             if probe:
                 ours.append(_frame([{"model": marked(run), "modality": PROBE, "name": name, "scope": "probe",

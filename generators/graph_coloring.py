@@ -11,7 +11,7 @@ import numpy as np
 from mmnp.core import Violation
 from mmnp.kits.graphs import GRAPH_IMAGE, GRAPH_TRANSCRIPTION, graph_picture, graph_text, marked, random_edges
 from mmnp.prompting import answer_instructions
-from mmnp.render import Canvas, class_colour
+from mmnp.render import DISTINCT_CLASSES, Canvas, class_colour
 
 CATEGORY = "graph"  # how `mmnp tasks` and the leaderboard group it (mmnp.core.CATEGORIES)
 VERSION = 2  # bump when this task's instances, prompts or picture change (manifests record it). 2: answer templates, picture kinds
@@ -81,11 +81,13 @@ def prompt(data: dict) -> str:
 def render(data: dict, size: int, solution=None, violations: tuple[Violation, ...] = ()) -> Canvas:
     from mmnp.kits.answers import as_mapping
 
-    fill = None
+    fill = notes = None
     if solution is not None:
         names: dict[int, int] = {}
         mapping = as_mapping(solution)
         fill = [class_colour(names.setdefault(mapping[v], len(names))) if v in mapping else 0 for v in range(data["n"])]
+        if len(names) > DISTINCT_CLASSES:  # past the fills the eye tells apart, each disc names its colour too
+            notes = [str(mapping[v]) if v in mapping else "" for v in range(data["n"])]
     ringed = [w for w in marked(violations, "missing_vertex", "invalid_colour", "repeated_vertex") if isinstance(w, int)]
-    return graph_picture(data, size, "Graph colouring", node_fill=fill,
+    return graph_picture(data, size, "Graph colouring", node_fill=fill, notes=notes,
                          bold_edges=[tuple(e) for e in marked(violations, "conflict")], ringed=ringed)

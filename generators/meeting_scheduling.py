@@ -72,6 +72,12 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[list]]:
     n_meet, n_people, n_rooms = params["meetings"], min(params["people"], len(NAMES)), params["rooms"]
     day = (minutes(params["day_start"]), minutes(params["day_end"]))
     slots = (day[1] - day[0]) // SLOT
+    if slots < 1:
+        raise ValueError(f"meeting_scheduling day {params['day_start']}-{params['day_end']}: expected day_end at "
+                         f"least {SLOT} minutes after day_start")
+    if not 0 <= params["availability"] <= 1:
+        raise ValueError(f"meeting_scheduling availability={params['availability']:g}: it is the share of the day "
+                         "each person is available, expected 0 to 1")
     meetings = []
     for _ in range(n_meet):
         size = int(rng.integers(2, min(n_people, 4) + 1))
@@ -99,7 +105,9 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[list]]:
     for p in range(n_people):  # the planted meetings' slots, plus random windows up to a share of the day
         available = busy_person[p].copy()
         target = params["availability"] * slots
-        while available.sum() < target:
+        for _ in range(100 * slots):  # bounded: the last slots of a whole day may take long to draw
+            if available.sum() >= target:
+                break
             start, length = int(rng.integers(slots)), int(rng.integers(2, 7))
             available[start:start + length] = True
         people.append({"name": NAMES[p], "available": _windows(available, day[0])})
@@ -228,12 +236,26 @@ class _Chart:
                         colour=BLACK if hour else DARK_GREY, anchor="mb")
 
     def booking(self, m: int, start: int, y: float) -> None:
-        x0, x1 = self.x(start), self.x(start + self.meetings[m]["duration"])
+        """Meeting m's bar from `start`, kept on the time axis (never over the row labels or off the
+        canvas): a part outside the day is cut, and each cut side carries a black arrowhead pointing
+        out of the day; a booking wholly outside is a stub at the edge it lies beyond."""
+        end = start + self.meetings[m]["duration"]
+        cut_left, cut_right = start < self.day0, end > self.day1
+        x0, x1 = self.x(max(start, self.day0)), self.x(min(end, self.day1))
+        head = (self.row - 6) / 3  # the arrowhead's width: slender, so a short bar keeps its label
+        stub = self.canvas.text_width(f"M{m}", self.font, bold=True) + 2 * head + 8 * self.s
+        if x1 - x0 < stub and (end <= self.day0 or start >= self.day1):
+            x0, x1 = (self.left, self.left + stub) if end <= self.day0 else (self.right - stub, self.right)
         bad = m in self.bad
-        self.canvas.rect((x0 + 1, y + 3, x1 - 1, y + self.row - 3), fill=class_colour(m),
-                         outline=RED if bad else BLACK, width=3 if bad else 2)
-        self.canvas.text(((x0 + x1) / 2, y + self.row / 2), f"M{m}", size=self.font, anchor="mm", bold=True,
-                         bg=class_colour(m))
+        top, bottom, mid = y + 3, y + self.row - 3, y + self.row / 2
+        self.canvas.rect((x0 + 1, top, x1 - 1, bottom), fill=class_colour(m), outline=RED if bad else BLACK,
+                         width=3 if bad else 2)
+        if cut_left:
+            self.canvas.polygon(((x0 + 1, mid), (x0 + 1 + head, top), (x0 + 1 + head, bottom)), BLACK)
+        if cut_right:
+            self.canvas.polygon(((x1 - 1, mid), (x1 - 1 - head, top), (x1 - 1 - head, bottom)), BLACK)
+        centre = (x0 + cut_left * head + x1 - cut_right * head) / 2
+        self.canvas.text((centre, mid), f"M{m}", size=self.font, anchor="mm", bold=True, bg=class_colour(m))
 
 
 def _availability(chart: _Chart, people: list[dict], bookings: list[tuple[int, int, int]], y: float) -> float:

@@ -63,14 +63,14 @@ def faults(pos: np.ndarray, edges: np.ndarray, geo: Geometry, first: bool = Fals
         if first and out["overlap"]:
             return out
     if len(edges):
-        out["clearance"] = int((_segment_distances(pos, edges) < r + m).sum())
+        out["clearance"] = int((segment_distances(pos, edges) < r + m).sum())
         if first and out["clearance"]:
             return out
         out["angle"] = int((_min_angles(pos, edges) < math.radians(MIN_ANGLE)).sum())
     return out
 
 
-def _segment_distances(pos: np.ndarray, edges: np.ndarray) -> np.ndarray:
+def segment_distances(pos: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """(E, n) distances from each vertex to each edge's segment; inf for its own endpoints
     (on complex coordinates: one array op per step of the geometry)."""
     z = pos[:, 0] + 1j * pos[:, 1]

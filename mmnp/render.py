@@ -23,7 +23,7 @@ from PIL import Image, ImageDraw, ImageFont
 from zlib_ng import zlib_ng
 
 from mmnp.errors import UsageError
-from mmnp.layout import Geometry, circle, place
+from mmnp.layout import Geometry, circle, place, segment_distances
 
 DEFAULT_SIZE = 768
 # What a picture asks of a reader, recorded as `picture["kind"]` so image scores can be split by it:
@@ -45,6 +45,10 @@ CLASS_COLOURS = [
     (253, 180, 98), (179, 222, 105), (252, 205, 229), (188, 128, 189), (204, 235, 197), (255, 237, 111),
 ]
 CLASS_BASE = len(_BASE)
+# the first 13 class colours are at least 10 apart in CIE76 delta E (the 14th is 7.7 from the 5th, the 19th
+# is the 1st again): an answer with more classes than this names them in text too. The colours stay as they
+# are: the palette is in every PNG, so a new colour would change every dataset picture's bytes
+DISTINCT_CLASSES = 13
 _COLOURS = _BASE + CLASS_COLOURS
 # Anti-aliased text on a palette canvas: glyph edges take one of AA_LEVELS - 1 blends of
 # the text colour with the colour under the text, each a fixed palette entry.
@@ -235,12 +239,16 @@ class Canvas:
         left, top, w, h = _text_tile(s, size, bold, anchor, BLACK, WHITE)[2:]
         return (xy[0] + left, xy[1] + top, xy[0] + left + w, xy[1] + top + h)
 
-    def line(self, points: Sequence[tuple[float, float]], colour: int = BLACK, width: int = MIN_STROKE) -> None:
-        self.draw.line(list(points), fill=colour, width=max(MIN_STROKE, width))
+    def line(self, points: Sequence[tuple[float, float]], colour: int = BLACK, width: int = MIN_STROKE,
+             joint: str | None = None) -> None:
+        self.draw.line(list(points), fill=colour, width=max(MIN_STROKE, width), joint=joint)
 
     def rect(self, box: tuple[float, float, float, float], fill: int | None = None,
              outline: int | None = None, width: int = MIN_STROKE) -> None:
         self.draw.rectangle(box, fill=fill, outline=outline, width=max(MIN_STROKE, width))
+
+    def polygon(self, points: Sequence[tuple[float, float]], fill: int) -> None:
+        self.draw.polygon(list(points), fill=fill)
 
     def circle(self, centre: tuple[float, float], r: float, fill: int | None = None,
                outline: int | None = BLACK, width: int = MIN_STROKE) -> None:
@@ -309,10 +317,13 @@ def encode_png(image: Image.Image) -> bytes:
 
 class GraphDrawing:
     """Where a graph picture put its vertices: what the record stores so anyone can
-    re-check the drawing's invariants (`mmnp.layout.faults`)."""
+    re-check the drawing's invariants (`mmnp.layout.faults`). `grid` (x0, y0, cell, per row)
+    when the discs stand in rows, whose gaps an answer's edges are routed along."""
 
-    def __init__(self, centres: np.ndarray, geometry: Geometry, unambiguous: bool, panel: tuple | None) -> None:
+    def __init__(self, centres: np.ndarray, geometry: Geometry, unambiguous: bool, panel: tuple | None,
+                 grid: tuple[float, float, float, int] | None = None) -> None:
         self.centres, self.geometry, self.unambiguous, self.panel = centres, geometry, unambiguous, panel
+        self.grid = grid
 
     def to_record(self) -> dict:
         x0, y0, x1, y1 = self.geometry.box
@@ -413,10 +424,11 @@ def _wrapped(rows: list[str], tokens: list[list[str]], widths: list[list[float]]
     return blocks
 
 
-def _disc_arrangements(n: int, geo: Geometry, size: int, top: float) -> list[tuple[np.ndarray, Geometry]]:
+def _disc_arrangements(n: int, geo: Geometry, size: int,
+                       top: float) -> list[tuple[np.ndarray, Geometry, tuple[float, float, float, int] | None]]:
     """Where a panel picture's discs can go, in order of preference: on a ring (when one
     fits in the width; an answer's marked edges read best as its chords), and in rows in
-    id order (more compact: a ring's middle is empty)."""
+    id order (more compact: a ring's middle is empty), with the rows' grid."""
     pitch = 2 * geo.radius + geo.margin + 2
     x0, _, x1, _ = geo.box
     out = []
@@ -424,12 +436,13 @@ def _disc_arrangements(n: int, geo: Geometry, size: int, top: float) -> list[tup
     if 2 * ring <= size - top - x0:
         box = (size / 2 - ring, top, size / 2 + ring, top + 2 * ring)
         ring_geo = Geometry(radius=geo.radius, margin=geo.margin, box=box)
-        out.append((np.round(circle(n, ring_geo), 2), ring_geo))
+        out.append((np.round(circle(n, ring_geo), 2), ring_geo, None))
     per_row = int((x1 - x0) // pitch)
     cell = (x1 - x0) / per_row
     box = (x0, top, x1, top + math.ceil(n / per_row) * cell)
     centres = [(x0 + cell * (i % per_row + 0.5), top + cell * (i // per_row + 0.5)) for i in range(n)]
-    out.append((np.round(centres, 2), Geometry(radius=geo.radius, margin=geo.margin, box=box)))
+    out.append((np.round(centres, 2), Geometry(radius=geo.radius, margin=geo.margin, box=box),
+                (x0, top, cell, per_row)))
     return out
 
 
@@ -444,7 +457,7 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
     box = (8 * scale, top, size - 8 * scale, size - 8 * scale)
     geo = graph_geometry(n, box, scale)
     pos = place(n, edges, geo)
-    ok, panel = pos is not None, None
+    ok, panel, grid = pos is not None, None, None
     if not ok:
         # 3-digit labels (past 100 vertices, which only the rows below hold) get a wider disc
         geo = Geometry(radius=round((20 if n <= 100 else 22) * scale, 2), margin=geo.margin, box=box)
@@ -452,19 +465,19 @@ def graph_canvas(n: int, edges: list[list[int]], size: int, title: str) -> tuple
         # the first arrangement that keeps the list legible at a 512 px long side, else the
         # one that keeps it largest relative to the long side
         best = None
-        for pos_, geo_ in _disc_arrangements(n, geo, size, top):
+        for pos_, geo_, grid_ in _disc_arrangements(n, geo, size, top):
             panel_, height_ = text_panel(size, rows, geo_.box[3] + 12 * scale)
             at_512 = panel_[1] * 512 / max(size, height_)
             if best is None or at_512 > best[0]:
-                best = (at_512, pos_, geo_, panel_, height_)
+                best = (at_512, pos_, geo_, grid_, panel_, height_)
             if at_512 >= LIST_FONT_AT_512:
                 break
-        _, pos, geo, panel, height = best
+        _, pos, geo, grid, panel, height = best
     else:
         height = size
     canvas = Canvas(size, height, kind="drawing" if ok else "edge_list")
     canvas.text((size / 2, 8 * scale), title, size=max(MIN_FONT + 2, round(18 * scale)), anchor="mt", bold=True)
-    return canvas, GraphDrawing(pos, geo, ok, panel)
+    return canvas, GraphDrawing(pos, geo, ok, panel, grid)
 
 
 def draw_graph(
@@ -476,36 +489,122 @@ def draw_graph(
     edge_colour: dict[tuple[int, int], int] | None = None,
     ringed: Iterable[int] = (),
     bold_edges: Iterable[tuple[int, int]] = (),
+    notes: Sequence[str] | None = None,
 ) -> None:
     """Draw an undirected graph at `drawing`'s vertex centres, labels inside opaque discs,
     and its adjacency panel when it has one.
 
     `edge_colour` maps (min, max) pairs to palette indices; `bold_edges` are drawn thick
-    (used to mark violations), `ringed` nodes get a red ring.
+    (used to mark violations), `ringed` nodes get a red ring; `notes` are a second line in
+    each disc, under its label (an answer's colour, where the fills alone repeat).
     """
     pos = [tuple(p) for p in drawing.centres]
     r_node = drawing.geometry.radius
     scale = canvas.width / DEFAULT_SIZE
     edge_colour = edge_colour or {}
-    bold = {(min(u, v), max(u, v)) for u, v in bold_edges}
+    marked = {(min(u, v), max(u, v)) for u, v in bold_edges}
+    bold = sorted(marked)
     thin = max(MIN_STROKE, round(2 * scale))
-    for u, v in edges:
-        key = (u, v) if u < v else (v, u)
-        # with the edge-list panel only an answer's marked edges are drawn: lines through
-        # a crowded ring would suggest edges that are not there
-        if key not in bold and (drawing.panel is None or key in edge_colour):
-            canvas.line((pos[u], pos[v]), edge_colour.get(key, GREY), thin)
-    for u, v in bold:
-        canvas.line((pos[u], pos[v]), edge_colour.get((u, v), RED), max(4, round(4 * scale)))
+    # with the edge-list panel only an answer's marked edges are drawn: lines through
+    # a crowded ring would suggest edges that are not there
+    plain = [key for key in ((u, v) if u < v else (v, u) for u, v in edges)
+             if key not in marked and (drawing.panel is None or key in edge_colour)]
+    paths = edge_paths(drawing, plain + bold)
+    for key, path in zip(plain, paths):
+        canvas.line(path, edge_colour.get(key, GREY), thin, joint="curve")
+    for key, path in zip(bold, paths[len(plain):]):
+        canvas.line(path, edge_colour.get(key, RED), max(4, round(4 * scale)), joint="curve")
     ring = set(ringed)
     for i, p in enumerate(pos):
         fill = node_fill[i] if node_fill is not None else NODE
         if i in ring:
             canvas.circle(p, r_node + 4, fill=None, outline=RED, width=3)
         canvas.circle(p, r_node, fill=fill, outline=BLACK, width=2)
-        canvas.text(p, str(i), size=label_size(r_node, len(str(i))), anchor="mm", bold=True, bg=fill)
+        if notes is None:
+            canvas.text(p, str(i), size=label_size(r_node, len(str(i))), anchor="mm", bold=True, bg=fill)
+        else:  # two lines of at least MIN_FONT px, each within the disc's chord at its height
+            small = max(MIN_FONT, int(r_node * 0.75))
+            canvas.text((p[0], p[1] - small / 2), str(i), size=small, anchor="mm", bold=True, bg=fill)
+            canvas.text((p[0], p[1] + small / 2), notes[i], size=small, colour=DARK_GREY, anchor="mm", bg=fill)
     if drawing.panel is not None:
         draw_panel(canvas, drawing.panel, "Edges, each once under its smaller end (u: v, w = edges u-v, u-w):")
+
+
+def edge_paths(drawing: GraphDrawing, pairs: Sequence[tuple[int, int]]) -> list[list[tuple[float, float]]]:
+    """The line of each vertex pair, from centre to centre, keeping the drawing's clearance (radius +
+    margin) from every vertex it does not touch, so that no line seems to end at a disc it only passes:
+    straight where the segment keeps it (every edge of a drawn graph does, so a picture without an
+    answer is unchanged), else routed: on a ring in towards its middle and across; in rows along the
+    gaps between them (half the margin narrower); elsewhere bent around the discs in its way (up to
+    four bends; straight, as before, where none finds a way)."""
+    centres = np.asarray(drawing.centres, dtype=float).reshape(-1, 2)
+    if not len(pairs):
+        return []
+    clear = drawing.geometry.radius + drawing.geometry.margin
+    blocked = (segment_distances(centres, np.asarray(pairs, dtype=np.intp)) < clear).any(axis=1)
+    middle = centres.mean(axis=0)
+    spokes = np.hypot(*(centres - middle).T)
+    ring = len(centres) > 3 and np.ptp(spokes) < 1.0
+    paths = []
+    for (u, v), routed in zip(pairs, blocked):
+        a, b = tuple(centres[u]), tuple(centres[v])
+        if not routed:
+            paths.append([a, b])
+        elif drawing.grid is not None:
+            paths.append(_grid_route(drawing.grid, u, v, a, b))
+        elif ring:  # every point of a chord of the inner circle is `clear` from the ring
+            inner = max(spokes.mean() - clear, 0.0) / spokes.mean()
+            paths.append([a, tuple(middle + (centres[u] - middle) * inner),
+                          tuple(middle + (centres[v] - middle) * inner), b])
+        else:
+            others = np.delete(centres, [u, v], axis=0)
+            paths.append(_detour(np.array(a), np.array(b), others, clear, 4) or [a, b])
+    return paths
+
+
+def _grid_route(grid: tuple[float, float, float, int], u: int, v: int, a: tuple[float, float],
+                b: tuple[float, float]) -> list[tuple[float, float]]:
+    """u to v along the gaps between rows of discs (half a cell from every centre): out of u into the
+    gap under its row (over it, in one row), along it, down a gap between columns, along the gap over
+    v's row, and into v."""
+    x0, y0, cell, per_row = grid
+    (ru, _), (rv, _) = divmod(u, per_row), divmod(v, per_row)
+    if ru > rv:
+        return _grid_route(grid, v, u, b, a)[::-1]
+    if ru == rv:
+        y = y0 + cell * ru
+        return [a, (a[0], y), (b[0], y), b]
+    below, above = y0 + cell * (ru + 1), y0 + cell * rv
+    if below == above:
+        return [a, (a[0], below), (b[0], below), b]
+    x = x0 + cell * min(per_row, max(0, round(((a[0] + b[0]) / 2 - x0) / cell)))
+    return [a, (a[0], below), (x, below), (x, above), (b[0], above), b]
+
+
+def _detour(a: np.ndarray, b: np.ndarray, others: np.ndarray, clear: float,
+            depth: int) -> list[tuple[float, float]] | None:
+    """a to b bent around the discs (`others`' centres) it would pass within `clear` of: through a point
+    beside the nearest one, on whichever side keeps clear, and so on up to `depth` bends (None: none)."""
+    if not len(others):
+        return [tuple(a), tuple(b)]
+    ab = b - a
+    t = np.clip((others - a) @ ab / max(ab @ ab, 1e-9), 0.0, 1.0)
+    gaps = np.hypot(*(others - (a + t[:, None] * ab)).T)
+    k = int(np.argmin(gaps))
+    if gaps[k] >= clear:
+        return [tuple(a), tuple(b)]
+    if depth == 0:
+        return None
+    normal = np.array([-ab[1], ab[0]]) / max(float(np.hypot(*ab)), 1e-9)
+    side = 1.0 if (others[k] - a) @ normal <= 0 else -1.0  # first the side of the segment away from it
+    for sign in (side, -side):
+        via = others[k] + sign * normal * clear * 1.3
+        if np.hypot(*(others - via).T).min() < clear:
+            continue
+        first, second = _detour(a, via, others, clear, depth - 1), _detour(via, b, others, clear, depth - 1)
+        if first and second:
+            return first + second[1:]
+    return None
 
 
 def text_panel(width: float, rows: list[str], top: float) -> tuple[tuple, int]:

@@ -599,10 +599,12 @@ def test_image_scores_by_picture_kind_in_every_format(results_dir, tmp_path):
     assert {"drawing", "table", "chart"} <= set(kinds)  # easy and medium pictures of the ten tasks
     md = make_leaderboard([results_dir / "solver_random"])
     rows = {r["scope"]: r for r in _table(md, "Image scores by picture kind")}
-    assert rows["overall"]["image SR"] == _pct(image["overall"]["sr"])
+    over = lambda groups: sum(g["sr"] * g["instances"] for g in groups.values()) / sum(  # noqa: E731
+        g["instances"] for g in groups.values())
+    assert rows["all instances"]["image SR"] == _pct(over(image["tasks"]))
     for kind, block in kinds.items():
-        assert rows["overall"][f"{kind} SR"] == _pct(block["overall"]["sr"])
-        assert rows["overall"][f"{kind} n"] == str(block["overall"]["instances"])
+        assert rows["all instances"][f"{kind} SR"] == _pct(over(block["tasks"]))
+        assert rows["all instances"][f"{kind} n"] == str(block["overall"]["instances"])
         for task, g in block["tasks"].items():
             assert rows[task][f"{kind} QR"] == _pct(g["qr"]) and rows[task]["image QR"] == _pct(image["tasks"][task]["qr"])
     assert rows["knapsack"]["drawing SR"] == "" and rows["knapsack"]["table n"] == "4"  # none drawn: blank
@@ -613,7 +615,7 @@ def test_image_scores_by_picture_kind_in_every_format(results_dir, tmp_path):
                 if r["scope"] == "picture_kind"]
     got = {r["name"]: float(r["SR"]) for r in csv_rows}
     assert got["table/knapsack"] == pytest.approx(100 * kinds["table"]["tasks"]["knapsack"]["sr"], abs=0.05)
-    assert got["drawing"] == pytest.approx(100 * kinds["drawing"]["overall"]["sr"], abs=0.05)
+    assert got["drawing"] == pytest.approx(100 * over(kinds["drawing"]["tasks"]), abs=0.05)
     page = tmp_path / "board.html"
     make_leaderboard([results_dir / "solver_random"], format="html", out=page, browser_samples=0)
     assert 'id="by-kind"' in page.read_text() and "Image SR and QR by picture kind</figcaption>" in page.read_text()
@@ -819,6 +821,10 @@ def test_a_run_that_answered_nothing_is_told_to_run_again(little, tmp_path, caps
     assert (f"left out openai:fake ({folder}): {folder / 'samples.jsonl'}: not there: the run answered no sample "
             "(incomplete: 8 instances without samples); run the same `mmnp eval` command again") in line
     assert "keep a results folder whole" not in line and "--include-unverified" not in line
+    (folder / "samples.jsonl").touch()  # an empty log, shown with both flags: a report of "(no results)", exit 0
+    shown = runner.invoke(app, ["leaderboard", str(folder), "--include-unverified", "--include-incomplete"])
+    assert shown.exit_code == 1 and "it answered no sample, so it has no figure to show" in " ".join(
+        shown.output.split()), shown.output
 
 
 def test_a_cut_off_last_sample_is_blamed_on_samples_jsonl_and_a_rerun_repairs_it(results_dir, small_dataset,
@@ -1204,3 +1210,103 @@ def test_a_run_counted_on_its_stored_verdicts_alone_says_so_on_every_row(little,
     html = make_leaderboard([forged], format="html", out=tmp_path / "board.html") or \
         (tmp_path / "board.html").read_text()
     assert ANSWERS_UNCHECKED in html
+
+
+# -- picture kinds weigh instances, legends tell runs apart, the CSV holds what md shows ----------------
+
+def test_a_picture_kinds_score_is_the_mean_over_its_instances():
+    """Drawings of four max_clique instances (graph, three solved) and two each of min_bisection
+    (partition) and longest_cycle (planning), all failed: shown over the instances, 3/8, where the
+    mean of the categories stored in results.json (as an older mmnp stored it, so its runs stay
+    verified) makes the four instances of the two small tasks weigh 2/3. Its standard error
+    combines the tasks' alike."""
+    from mmnp.evaluation.metrics import instance_metrics
+    from mmnp.evaluation.runner import _by_kind
+    from mmnp.evaluation.tables import ALL_INSTANCES, _kind_scopes
+    from mmnp.registry import list_tasks
+
+    def row(task: str, solved: bool) -> dict:
+        sample = {"feasible": solved, "ratio": float(solved), "opt_ratio": float(solved), "failed": False,
+                  "parsed": True, "canonical": [1]}
+        return {"task": task, "difficulty": "easy", "kind": "drawing", "metrics": instance_metrics([sample])}
+
+    rows = [row("max_clique", True)] * 3 + [row("max_clique", False)] + [row("min_bisection", False)] * 2 + \
+        [row("longest_cycle", False)] * 2
+    kinds = _by_kind(rows, {t.name: t.category for t in list_tasks()})
+    assert kinds["drawing"]["overall"]["sr"] == pytest.approx((3 / 4) / 3)  # the categories' mean, stored
+    image = {"picture_kinds": kinds, "tasks": kinds["drawing"]["tasks"], "task_difficulty": {}}
+    scope, total, split = next(_kind_scopes(image))
+    shown = split["drawing"]
+    assert scope == ALL_INSTANCES and shown["sr"] == pytest.approx(3 / 8) == total["sr"] and shown["instances"] == 8
+    clique_se = kinds["drawing"]["tasks"]["max_clique"]["sr_se"]
+    assert clique_se > 0 and shown["sr_se"] == pytest.approx(4 * clique_se / 8)  # the failed tasks' SE is 0
+
+
+def test_csv_has_the_category_and_round_rows_markdown_shows(results_dir, protocols):
+    rows = list(csv.DictReader(io.StringIO(make_leaderboard([results_dir / "solver_random"], format="csv"))))
+    results = _results(results_dir / "solver_random")
+    for m in ("text", "image"):
+        categories = {r["name"]: r for r in rows if r["scope"] == "category" and r["modality"] == m}
+        assert set(categories) == set(results["metrics"][m]["categories"])
+        for name, r in categories.items():
+            assert float(r["SR"]) == pytest.approx(100 * results["metrics"][m]["categories"][name]["sr"], abs=0.05)
+    md = make_leaderboard([protocols["fed"]])
+    shown = _table(md, "Feedback rounds")[0]
+    rounds = {r["name"]: r for r in csv.DictReader(io.StringIO(make_leaderboard([protocols["fed"]], format="csv")))
+              if r["scope"] == "rounds"}
+    assert set(rounds) == {"round 1", "round 2"}
+    for r in (1, 2):
+        assert rounds[f"round {r}"]["SR"] == shown[f"SR round {r}"]
+        assert rounds[f"round {r}"]["QR"] == shown[f"QR round {r}"]
+
+
+def test_plot_labels_keep_the_distinguishing_tail_and_never_repeat():
+    from mmnp.evaluation.html_report import _label, _unique
+
+    head = "organisation/" + "a-very-long-experiment-name-" * 3
+    one, two = _label(head + "checkpoint-1000"), _label(head + "checkpoint-2000")
+    assert len(one) == 60 and one.startswith("organisation/") and one.endswith("checkpoint-1000")
+    assert one != two and two.endswith("checkpoint-2000")
+    assert _unique(["a", "b", "a", "a #3"]) == ["a #1", "b", "a #3'", "a #3"]
+
+
+def test_every_series_of_a_plot_has_its_own_label_and_look(results_dir, monkeypatch):
+    """Twelve checkpoints of one long-named model (24 series, text and image; 12 in the picture-kind plot):
+    no two share a legend label or a look (colour with marker and line style, or bars' colour and hatch)."""
+    import copy
+
+    from mmnp.evaluation import html_report
+
+    figures = []
+    real = html_report._Plotter.svg
+
+    def keep(self, fig):
+        figures.append(fig)
+        return real(self, fig)
+
+    monkeypatch.setattr(html_report._Plotter, "svg", keep)
+    base = collect([results_dir / "solver_random"])[0]
+    runs = []
+    for i in range(1, 13):
+        run = copy.copy(base)
+        run.model = run.label = f"organisation/{'long-experiment-name-' * 4}checkpoint-{1000 * i}"
+        runs.append(run)
+    render_html(runs, browser_samples=0)
+    assert figures
+    for fig in figures:
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is None:
+                continue
+            handles, labels = ax.get_legend_handles_labels()
+            modalities = ("image",) if len(labels) == 12 else ("text", "image")  # the picture-kind plot: image
+            assert {"checkpoint-" + label.rsplit("checkpoint-", 1)[1] for label in labels} == {
+                f"checkpoint-{1000 * i} [{m}]" for i in range(1, 13) for m in modalities}
+            looks = set()
+            for h in handles:
+                if hasattr(h, "patches"):  # bars: colour and hatch
+                    looks.add((tuple(h.patches[0].get_facecolor()), h.patches[0].get_hatch()))
+                else:  # lines (an error bar's data line): colour, marker, line style
+                    line = h.lines[0] if hasattr(h, "lines") else h
+                    looks.add((line.get_color(), line.get_marker(), line.get_linestyle()))
+            assert len(looks) == len(labels), looks

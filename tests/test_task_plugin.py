@@ -116,3 +116,24 @@ def test_a_built_in_task_loads_without_reading_entry_points():
             "print(r.TASKS._scan is None)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "True"
+
+
+def test_a_task_without_the_optional_transcription_form_is_evaluated_and_only_the_probe_refused(tmp_path):
+    """TRANSCRIPTION is optional, yet every `mmnp eval` of a task without one failed ("no transcription
+    form"), text included: the probe's prompt was built for every request. Now only `--probe
+    transcribe` needs it, refused in one line before any call."""
+    source = (TESTS / "plugin_task" / "mmnp_independent_set" / "generators" / "independent_set.py").read_text()
+    kept = [line for line in source.splitlines(keepends=True) if not line.startswith("TRANSCRIPTION")]
+    assert len(kept) == len(source.splitlines()) - 1
+    site = task_site(tmp_path / "site", broken={"generators": "".join(kept)})
+    data = tmp_path / "data"
+    made = _mmnp(["generate", "--tasks", "independent_set", "--difficulty", "easy", "--count", "2", "--out", str(data),
+                  "--workers", "1", "--no-optimal"], site, tmp_path)
+    assert made.returncode == 0, made.stderr
+    scored = _mmnp(["eval", "--model", "solver:heuristic", "--data", str(data), "--modality", "both",
+                    "--output-path", str(tmp_path / "runs")], site, tmp_path)
+    assert scored.returncode == 0, scored.stderr
+    probed = _mmnp(["eval", "--model", "solver:heuristic", "--data", str(data), "--probe", "transcribe",
+                    "--output-path", str(tmp_path / "probe")], site, tmp_path)
+    assert probed.returncode == 2 and "no transcription form for task 'independent_set'" in probed.stderr, probed.stderr
+    assert not list((tmp_path / "probe").rglob("samples.jsonl"))
