@@ -87,9 +87,10 @@ def _stderr_of_mean_of_groups(errors: list[float | None]) -> float | None:
 
 def over_instances(groups: Iterable[dict]) -> dict:
     """The scalars and pass@k curves of the union of disjoint groups of instances (tasks), each
-    instance weighing the same: each group's mean weighed by its instance count, its standard error
-    combined likewise. Exact, as a group's figures are means over its instances; a figure some group
-    lacks is left out."""
+    instance weighing the same: each group's mean weighed by its instance count (exact: a group's
+    figures are means over its instances), and its standard error combined likewise, each group
+    taken as fixed (as `average` of groups takes them: the spread between tasks is not counted). A
+    figure some group lacks is left out."""
     groups = [g for g in groups if g and g.get("instances")]
     total = sum(g["instances"] for g in groups)
     if not total:

@@ -56,13 +56,16 @@ def user_errors(fn: Callable) -> Callable:
 
 
 def script_main(main: Callable[[], int | None]) -> int:
-    """A benchmark script's exit code: `main`'s, or, for a refused input (an mmnp error), one
-    `error:` line on stderr and that error's code, as mmnp's commands say it."""
+    """A benchmark script's exit code: `main`'s, or, for a refused input (an mmnp error) or a file it
+    cannot use, one `error:` line on stderr and that error's code, as mmnp's commands say it."""
     try:
         return main() or 0
-    except MMNPError as e:
+    except (MMNPError, OSError) as e:
         if DEBUG:
             raise
+        if isinstance(e, OSError):  # a file given that is not there, or cannot be read or written
+            print(f"error: cannot use {e.filename or 'a file'}: {e.strerror or e}; check the path", file=sys.stderr)
+            return 1
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
 

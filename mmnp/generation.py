@@ -88,7 +88,7 @@ class GenerateSpec:
             raise UsageError(f"--time-limit must be a positive number of deterministic seconds, got {self.time_limit}")
         check_image_size(self.image_size)
         for flag, names, example in (("--tasks", self.tasks, "all, or tsp,knapsack"),
-                                     ("--difficulty", self.difficulties, "easy,medium, or L1-L5")):
+                                     ("--difficulty", self.difficulties, "easy,medium, or L1-L10")):
             if not names:
                 raise UsageError(f"{flag} names nothing: give at least one, e.g. {example}")
         for kind, names in (("task", self.tasks), ("difficulty", self.difficulties)):
@@ -198,7 +198,7 @@ def _build(job: tuple) -> tuple[str, bytes, bytes | None]:
         if not overrides:
             raise
         raise UsageError(f"{id}: the {name} generator cannot make an instance with {given} "
-                         f"({type(e).__name__}: {e}); choose values nearer its presets (`mmnp tasks --levels`)") from None
+                         f"({type(e).__name__}: {e}); choose values nearer its presets (`mmnp tasks --levels`)") from e
     objectives = [ref["objective"] for ref in inst.reference.values() if ref]
     if overrides and 0 in objectives:  # as `mmnp import` refuses it: no answer can score
         raise UsageError(f"{id}: with {given} its reference objective is 0 (e.g. a graph without edges), so the "
@@ -495,7 +495,7 @@ def generate_dataset(
         try:
             _execute(out, jobs, finished, workers=workers, executor=executor, ray_address=ray_address,
                      progress=progress)
-        except UsageError:  # refused before anything was made: the folder is left as it was found
+        except UsageError:  # refused before anything was made: no state is left behind to resume
             if fresh and not finished:
                 (out / LOG).unlink(missing_ok=True)
                 (out / IN_PROGRESS).unlink()

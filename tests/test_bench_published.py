@@ -76,3 +76,7 @@ def test_benchmark_scripts_refuse_bad_input_in_one_line(tmp_path):
     done = run("picture_hashes", "--out", "b.json", "--against", "a.json", "--tasks", "tsp", "--difficulties", "easy",
                "--count", "1")
     assert done.returncode == 1 and "2 pictures are in only one of" in done.stderr, done.stderr
+    done = run("picture_hashes", "--out", "c.json", "--against", "missing.json", "--tasks", "tsp", "--count", "1",
+               "--difficulties", "easy")
+    assert done.returncode == 1 and done.stderr.strip() == "error: cannot use missing.json: No such file or " \
+        "directory; check the path", done.stderr

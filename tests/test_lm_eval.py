@@ -173,6 +173,7 @@ def test_the_lmms_eval_group_lists_what_the_export_holds_and_reads_it_from_anywh
                                         optimal=False))
     export_dataset(data, tmp_path / "by-task", "hf", "task")
     export_dataset(data, tmp_path / "by-level", "hf", "difficulty")
+    export_dataset(data, tmp_path / "as-parquet", "parquet", "task")  # knapsack.parquet: one "train" split to datasets
     done = subprocess.run([sys.executable, "-m", "mmnp.lmms_eval_tasks", "--data", "by-task"], capture_output=True,
                           text=True, check=True, cwd=tmp_path)
     folder = Path(done.stdout.strip())
@@ -180,7 +181,8 @@ def test_the_lmms_eval_group_lists_what_the_export_holds_and_reads_it_from_anywh
     assert members == ["mmnp_image_graph_coloring", "mmnp_image_knapsack"]  # registry order
     template = yaml.safe_load((folder / "_template_yaml").read_text().replace("!function", ""))
     assert template["dataset_path"] == str((tmp_path / "by-task").resolve())
-    for given, words in (("by-level", "has no split named graph_coloring"), ("data", "holds no parquet files")):
+    for given, words in (("by-level", "has no split named graph_coloring"), ("as-parquet", "has no split named"),
+                         ("data", "holds no parquet files")):
         refused = subprocess.run([sys.executable, "-m", "mmnp.lmms_eval_tasks", "--data", given], capture_output=True,
                                  text=True, cwd=tmp_path)
         lines = refused.stderr.strip().splitlines()

@@ -320,3 +320,33 @@ def test_a_curriculum_applies_params_on_every_level_and_refuses_what_it_cannot_u
                                           "--output-dir", str(tmp_path / "x"), "--report-to", "none", *flags])
         lines = [line for line in result.output.splitlines() if line.strip()]
         assert result.exit_code == 2 and len(lines) == 1 and words in lines[0], (flags, result.output)
+
+
+def test_a_curriculum_recorded_before_params_reached_its_levels_resumes_as_it_drew(tiny_text, tmp_path):
+    """Its record holds --difficulty/--count (which never shaped a curriculum) and --params (which its
+    levels did not use then): resumed as it drew, without --params and with either of those flags
+    dropped, and refused with --params, which would change the rest of its data."""
+    from types import SimpleNamespace
+
+    from mmnp.errors import UsageError
+    from mmnp.trainers.spec import TrainSpec
+    from mmnp.trainers.train import LEVEL_PARAMS, RUN_RECORD, check_resumable, run_record
+
+    settings = {"model": str(tiny_text), "tasks": "knapsack", "curriculum": "fixed", "curriculum_start": 2,
+                "output_dir": str(tmp_path), "report_to": "none", "num_generations": 2,
+                "per_device_train_batch_size": 2}
+    config = SimpleNamespace(steps_per_generation=1)
+    plain = TrainSpec.merged(None, settings)
+    record = run_record(plain, config)
+    assert record[LEVEL_PARAMS] is True and "difficulty" not in record and "count" not in record
+    (tmp_path / "checkpoint-1").mkdir()
+    old = {**{k: v for k, v in record.items() if k != LEVEL_PARAMS}, "difficulty": "hard", "count": 5, "params": "n=4"}
+    (tmp_path / RUN_RECORD).write_text(json.dumps(old))
+    check_resumable(plain, config)
+    with_params = TrainSpec.merged(None, {**settings, "params": "n=4"})
+    with pytest.raises(UsageError, match=r"params None -> 'n=4'"):
+        check_resumable(with_params, config)
+    (tmp_path / RUN_RECORD).write_text(json.dumps(run_record(with_params, config)))  # a run of this mmnp
+    check_resumable(with_params, config)
+    with pytest.raises(UsageError, match=r"params 'n=4' -> None"):
+        check_resumable(plain, config)

@@ -38,7 +38,7 @@ def training_instances(tasks: str | list[str], difficulties: list[str], count: i
         return select_instances(tasks, difficulties, data=data, count=count, seed=seed).instances
     if data is not None:
         raise UsageError("--params applies to generated instances; drop it or drop --data")
-    overrides = generator_overrides(tasks, difficulties, params, count)
+    overrides = generator_overrides(tasks, difficulties, params, count, seed)
     try:
         return [get_task(t).generate(d, instance_seed(seed, i), id=instance_id(t, d, i), **overrides[t])
                 for t in overrides for d in dict.fromkeys(difficulties) for i in range(count)]
@@ -47,13 +47,13 @@ def training_instances(tasks: str | list[str], difficulties: list[str], count: i
 
 
 def generator_overrides(tasks: str | list[str], difficulties: list[str], params: dict[str, Any],
-                        count: int = 1) -> dict[str, dict]:
+                        count: int = 1, seed: int = 0) -> dict[str, dict]:
     """Each task's share of `params` ("n=4": every task taking n; "tsp.n=4": TSP's), checked as
     `mmnp generate --param` checks it (a key some task takes, a value within every difficulty's
     sizes: n=5000 would not fit a prompt), with the messages naming train's --params."""
     try:
         spec = GenerateSpec(tasks=tuple(t.name for t in resolve_tasks(tasks)),
-                            difficulties=tuple(dict.fromkeys(difficulties)), count=count, seed=0, images=False,
+                            difficulties=tuple(dict.fromkeys(difficulties)), count=count, seed=seed, images=False,
                             optimal=False, params=dict(params))
     except ValueError as e:
         raise _said_as_train(e) from None

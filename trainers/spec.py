@@ -160,7 +160,7 @@ class TrainSpec(CurriculumSpec):
         schedule = curriculum_spec(self)
         difficulties = (self.difficulty.split(",") if schedule is None else
                         [level_name(level) for level in range(schedule.curriculum_start, schedule.curriculum_top + 1)])
-        generator_overrides(self.tasks, difficulties, params, 1 if schedule else self.count)
+        generator_overrides(self.tasks, difficulties, params, 1 if schedule else self.count, self.seed)
 
     def _check_generation_batch(self) -> None:
         """TRL's rule (GRPOConfig.__post_init__): the generation batch, per_device_train_batch_size x

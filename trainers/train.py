@@ -154,7 +154,8 @@ def build_trainer(spec: TrainSpec, console=None):
     else:  # instances drawn level by level; the callback moves the levels (before MetricsLog logs them)
         curriculum = Curriculum(spec.tasks, schedule, seed=spec.seed)
         levels = [level_name(level) for level in range(schedule.curriculum_start, schedule.curriculum_top + 1)]
-        overrides = generator_overrides(spec.tasks, levels, parse_params(spec.params)) if spec.params else None
+        overrides = generator_overrides(spec.tasks, levels, parse_params(spec.params), seed=spec.seed) \
+            if spec.params else None
         dataset = curriculum.iterable_dataset(spec.modality, spec.system_prompt, spec.image_size, overrides)
         reward = curriculum.wrap_reward(reward)
         callbacks.insert(0, CurriculumCallback(curriculum))
@@ -202,6 +203,9 @@ RESUMABLE = ("max_steps", "output_dir", "logging_steps", "save_steps", "report_t
 _PATHS = ("model", "data")  # compared as folders (`same_model`), whatever path names them
 
 
+LEVEL_PARAMS = "params_on_levels"  # in a curriculum's run record: its --params apply on every level
+
+
 def run_record(spec: TrainSpec, config) -> dict:
     """The settings that define a run: every setting but the RESUMABLE ones, the model and data
     folders by their resolved paths, the defaults filled in (steps_per_generation, and every option
@@ -215,6 +219,9 @@ def run_record(spec: TrainSpec, config) -> dict:
     record["data"] = None if spec.data is None else model_identity(spec.data)
     record["data_content"] = None if spec.data is None else _data_content(spec.data)
     record["steps_per_generation"] = config.steps_per_generation
+    if spec.curriculum is not None:  # its levels, not --difficulty/--count, say what it draws; --params applies
+        del record["difficulty"], record["count"]
+        record[LEVEL_PARAMS] = True
     options = {f.name: getattr(config, f.name) for f in own_options(spec.algo)}
     record["options"] = {k: f"{model_identity(v)} (files {weights_fingerprint(v)})"  # a folder (DISA's anchor)
                          if isinstance(v, str) and Path(v).is_dir() else v for k, v in options.items()}
@@ -242,6 +249,11 @@ def check_resumable(spec: TrainSpec, config) -> None:
     if (out_dir / RUN_RECORD).exists():
         recorded = json.loads((out_dir / RUN_RECORD).read_text())
         current = run_record(spec, config)
+        if recorded.get("curriculum") is not None and LEVEL_PARAMS not in recorded:
+            # a curriculum recorded before --params applied to its levels: it drew them without
+            # --params, and --difficulty/--count never shaped it
+            recorded = {k: v for k, v in recorded.items() if k not in ("difficulty", "count")}
+            recorded.update({"params": None, LEVEL_PARAMS: True})
     elif (out_dir / "mmnp_train.json").exists():
         legacy = json.loads((out_dir / "mmnp_train.json").read_text())
         recorded = {k: legacy.get(k) for k in ("algo", "model")}

@@ -34,10 +34,11 @@ def files(data: str = DEFAULT_DATA) -> dict[str, str]:
 
         data = str(Path(data).resolve())
         members = sorted({inst.task for inst in load_export(data).instances})
-        splits = {file.stem.partition("-")[0] for file in Path(data).rglob("*.parquet")}  # data/<split>-00000-of-...
+        # what `datasets` reads as splits: data/<split>-00000-of-00001.parquet (an hf export, or its Hub copy)
+        splits = {file.name.partition("-")[0] for file in Path(data).glob("data/*-of-*.parquet")}
         if missing := [task for task in members if task not in splits]:
-            raise DataError(f"{data} has no split named {missing[0]}: lmms-eval reads one split per task; export it "
-                            f"with `mmnp export --data DATA --format hf --split-by task --out OUT`")
+            raise DataError(f"{data} has no split named {missing[0]}: lmms-eval reads one split per task from an hf "
+                            f"export; export it with `mmnp export --data DATA --format hf --split-by task --out OUT`")
     # the export is checked as a whole (its rows re-derive the source's hashes) before any row is used
     check = f"from {__name__}.utils import checked_docs_for\nchecked_docs = checked_docs_for({data!r})\n"
     return task_files(__name__, GROUP, lambda task: {"test_split": task.name}, {"dataset_path": data}, check,
