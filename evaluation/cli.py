@@ -117,6 +117,7 @@ def eval_command(
 
 
 # The numeric flags of `mmnp eval`: flag -> (whether a value is allowed, the rule a refusal states)
+MAX_ROUNDS = 32  # feedback rounds a sample may take: each is a figure in every group of results.json
 RANGES = {
     "--samples": (lambda v: v >= 1, "at least 1"),
     "--max-tokens": (lambda v: v >= 1, "at least 1"),
@@ -125,7 +126,7 @@ RANGES = {
     "--max-fail-rate": (lambda v: 0 <= v <= 1, "in [0, 1]"),
     "--count": (lambda v: v >= 1, "at least 1"),
     "--limit": (lambda v: v is None or v >= 1, "at least 1"),
-    "--rounds": (lambda v: v >= 1, "at least 1"),
+    "--rounds": (lambda v: 1 <= v <= MAX_ROUNDS, f"between 1 and {MAX_ROUNDS} (every round is a column of the tables)"),
 }
 
 

@@ -610,7 +610,7 @@ def compute_results(log: SampleLog, instances: list[Instance], config: EvalConfi
         for inst in instances:
             samples = [log.records.get(sample_key(inst.id, modality, k)) for k in range(config.samples)]
             failed += sum(1 for s in samples if s is not None and s["failed"])
-            if any(s is None for s in samples):
+            if not all(map(_settled, samples)):  # a sample not answered, or (--rounds) owed its next round
                 missing += 1
                 continue
             row = {"task": inst.task, "difficulty": inst.difficulty, "metrics": instance_metrics(samples)}
@@ -645,20 +645,30 @@ def _by_kind(rows: list[dict], categories: dict) -> dict:
     return out
 
 
+def _settled(record: dict | None) -> bool:
+    """Whether a sample's latest record ends it: answered (or failed: counted apart) and, with
+    --rounds, not waiting for the next round (its verdict went back as feedback, unanswered yet)."""
+    return record is not None and (record["failed"] or record.get("feedback") is None)
+
+
 def _add_rounds(block: dict, log: SampleLog, instances: list[Instance], config: EvalConfig, modality: str,
                 categories: dict) -> None:
-    """SR@r and QR@r in every aggregate group: a sample's round-r answer is its last answer up to round r."""
+    """SR and QR at every round in every aggregate group: a sample's round-r answer is its last answer
+    up to round r; from a failed round on, the failed call (infeasible, as the group's own SR counts it)."""
     per_round = []
     for r in range(1, config.rounds + 1):
         rows = []
         for inst in instances:
             samples = [log.records.get(sample_key(inst.id, modality, k)) for k in range(config.samples)]
-            if any(s is None for s in samples):
+            if not all(map(_settled, samples)):
                 continue
             at_r = []
             for s in samples:
                 history = s.get("per_round") or []
-                at_r.append({**s, **history[min(r, len(history)) - 1]} if history else s)
+                if history and (not s["failed"] or r <= len(history)):
+                    at_r.append({**s, **history[min(r, len(history)) - 1], "failed": False})
+                else:
+                    at_r.append(s)
             rows.append({"task": inst.task, "difficulty": inst.difficulty, "metrics": instance_metrics(at_r)})
         per_round.append(aggregate(rows, categories))
     for name, group in block.items():

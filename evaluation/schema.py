@@ -41,7 +41,7 @@ class Group(TypedDict, total=False):
     qr_se: float | None
     sr_at_1_se: float | None
     qr_at_1_se: float | None
-    rounds: dict[str, dict[str, float]]  # --rounds: SR@r and QR@r
+    rounds: dict[str, dict[str, float]]  # --rounds: SR and QR at each round r
 
 
 class KindBlock(TypedDict):
@@ -161,7 +161,7 @@ def _check_group(group, where: str, samples: int | None) -> str | None:
     for se in STDERR.values():
         if group.get(se) is not None and not (number(group[se]) and group[se] >= 0):
             return f"{where}.{se} is {str(group[se])[:40]!r}, not a standard error"
-    rounds = group.get("rounds", {})  # --rounds: SR@r and QR@r
+    rounds = group.get("rounds", {})  # --rounds: SR and QR at each round r
     if not isinstance(rounds, dict) or not all(
             r.isdigit() and isinstance(v, dict) and number(v.get("sr")) and 0 <= v["sr"] <= 1
             and number(v.get("qr")) and v["qr"] >= 0 for r, v in rounds.items()):

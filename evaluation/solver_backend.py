@@ -16,7 +16,7 @@ Two baselines bound the optional protocols: `solver:transcribe` answers the perc
 other solver answers it with a garbled one (a lower bound); `solver:repair` (--rounds) fixes one
 violation per round: round 1 is the heuristic answer damaged in 1 to MAX_DAMAGE places (seeded
 per sample), and each round whose feedback names a violation undoes the one damage that caused
-it, so SR@r climbs over several rounds; without named violations it answers the same again.
+it, so SR at round r climbs over the rounds; without named violations it answers the same again.
 """
 
 from __future__ import annotations

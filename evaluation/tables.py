@@ -309,14 +309,14 @@ def report_sections(board: Board, ranking: Ranking, se: str | None) -> list[tupl
                          "recognition accuracy and field F1", probe_frame(ranking, se), "probe"))
     rounds = rounds_frame(ranking, m)
     if not rounds.empty:
-        sections.append(("Feedback rounds (--rounds): overall SR@r and QR@r, a sample's answer at round r being "
-                         "its last up to r", rounds, "rounds"))
+        sections.append(("Feedback rounds (--rounds): overall SR and QR at each round r (not SR@1, the mean over "
+                         "samples), a sample's answer at round r being its last up to r", rounds, "rounds"))
     sections.append(("Runs", runs_frame(ranking), "runs"))
     return sections
 
 
 def _rounds_of(run: Run, modality: str | None) -> Iterator[tuple[str, dict]]:
-    """(modality, its overall SR@r and QR@r by round) of a run made with --rounds K > 1."""
+    """(modality, its overall SR and QR at each round) of a run made with --rounds K > 1."""
     for m in run.modalities() if modality is None else [modality]:
         rounds = ((run.results["metrics"].get(m) or {}).get("overall") or {}).get("rounds")
         if isinstance(rounds, dict):
@@ -324,7 +324,7 @@ def _rounds_of(run: Run, modality: str | None) -> Iterator[tuple[str, dict]]:
 
 
 def rounds_frame(ranking: Ranking, modality: str | None) -> pd.DataFrame:
-    """Overall SR@r and QR@r per run and modality, for runs made with --rounds K > 1."""
+    """Overall SR and QR at each round per run and modality, for runs made with --rounds K > 1."""
     records = []
     for run in ranking.runs:
         for m, rounds in _rounds_of(run, modality):

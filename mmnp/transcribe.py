@@ -24,8 +24,9 @@ from typing import Any, Callable
 
 from mmnp.errors import UsageError
 
-MAX_CHARS = 200_000  # a transcription of the largest instance is under 10,000 characters
-_MAX_OBJECTS = 256  # '{' positions tried, from the end
+MAX_CHARS = 1_000_000  # the longest reply mmnp keeps (the OpenAI backend's max_response_chars)
+_MAX_OBJECTS = 256  # object starts tried, from the end
+_OBJECT_START = re.compile(r'\{\s*["}]')  # where a JSON object can start: not LaTeX's \frac{a}{b} nor code's {x}
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def _last_object(text: Any) -> Any:
         return None
     decoder = json.JSONDecoder()
     best, best_end = None, -1
-    for m in list(re.finditer(r"\{", text))[-_MAX_OBJECTS:]:
+    text = text[:text.rfind("}") + 1]  # an object ends with '}': nothing after the last one can be in it
+    for m in list(_OBJECT_START.finditer(text))[-_MAX_OBJECTS:]:
         if m.start() < best_end:
             continue  # inside the object already found
         try:

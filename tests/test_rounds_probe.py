@@ -207,6 +207,9 @@ def test_rounds_multi_turn_over_openai_and_resume_at_the_next_round(tmp_path):
         assert all(len(body["messages"]) == 1 for body in server.requests[:2])
     folder = tmp_path / "openai_fake"
     assert {r["round"] for r in read_samples(folder / "samples.jsonl")} == {1}
+    stopped_at_one = _results(folder)  # both samples owe round 2: not complete (it said complete, SR@1..3 equal)
+    assert stopped_at_one["complete"] is False and stopped_at_one["missing_instances"] == 2
+    assert runner.invoke(app, ["leaderboard", str(folder)]).exit_code == 1  # left out: incomplete
 
     broken[0] = False
     fake.clear()
@@ -254,6 +257,35 @@ def test_rounds_a_failed_round_is_retried_at_that_round(tmp_path):
         failed[0]["history"][0]  # the same turns the failed call sent
     rounds = _results(folder)["metrics"]["text"]["overall"]["rounds"]
     assert rounds["1"]["sr"] == 0.0 and rounds["2"]["sr"] == 1.0
+
+
+def test_rounds_from_a_failed_round_on_count_the_failure_as_the_groups_own_sr_does(tmp_path):
+    """Round 1 feasible (an empty knapsack, objective 0, so feedback asks for more), then one sample's
+    round 2 fails: its group's SR counts the failed call as infeasible, and so does round 2's, which
+    carried round 1's answer forward (SR 100 beside 50)."""
+    instances = select_instances("knapsack", ["easy"], count=2).instances
+    answers = {inst.prompt: "Answer: " + json.dumps(inst.reference["heuristic"]["solution"]) for inst in instances}
+    fake: list[FakeOpenAI] = []
+
+    def reply(text, png):
+        messages = fake[-1].requests[-1]["messages"]
+        return "Answer: []" if len(messages) == 1 else answers[messages[0]["content"][-1]["text"]]
+
+    with FakeOpenAI(reply, lambda number, text: (500, 0.0) if number == 3 else None) as server:
+        fake.append(server)
+        _eval(tmp_path, "--base-url", server.url, "--model", "openai:fake", "--tasks", "knapsack", "--count", "2",
+              "--rounds", "2", "--concurrency", "1", "--max-retries", "0", "--max-fail-rate", "1")
+    overall = _results(tmp_path / "openai_fake")["metrics"]["text"]["overall"]
+    assert overall["rounds"]["1"]["sr"] == 1.0
+    assert overall["sr"] == 0.5 == overall["rounds"]["2"]["sr"]
+
+
+def test_rounds_are_bounded_before_any_work():
+    """--rounds 30000 built 30,000 figures in every group (10.7 MB of results.json, 2 columns each in the
+    tables) though every sample stopped at round 2."""
+    result = _eval("unused", "--model", "solver:repair", "--tasks", "knapsack", "--count", "1", "--rounds", "33")
+    assert result.exit_code == 2 and "--rounds" in result.output and "between 1 and 32" in result.output, \
+        result.output
 
 
 def test_every_backend_sends_the_earlier_rounds_as_turns():

@@ -29,6 +29,19 @@ def test_the_instance_transcribes_exactly_even_inside_prose(task, difficulty):
     assert not score_transcription(task.name, data, json.dumps(other))[0]
 
 
+def test_the_transcription_is_read_after_long_reasoning_and_before_braces_that_are_no_json(task):
+    """An exact transcription scored 0 when 256 or more `{` followed it (a LaTeX note: \\frac{v}{w}) or
+    when the reasoning before it ran past 200,000 characters; replies up to the backend's 1,000,000
+    characters are read, and a longer one (no reply mmnp keeps) scores 0."""
+    from mmnp.transcribe import MAX_CHARS
+
+    data = task.generate("easy", seed=3).data
+    form = json.dumps(transcribe(task.name, data))
+    for text in (form + " Ratios: " + "\\frac{v_0}{w_0} " * 200, "think " * 60_000 + form):
+        assert score_transcription(task.name, data, text)[0], text[:80]
+    assert not score_transcription(task.name, data, "x" * (MAX_CHARS - len(form) + 1) + form)[0]
+
+
 def _last_list_field(form: dict) -> str:
     return [k for k, v in form.items() if isinstance(v, list) and len(v) > 1 and k != "day"][-1]
 
