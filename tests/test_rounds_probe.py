@@ -230,14 +230,22 @@ def test_rounds_multi_turn_over_openai_and_resume_at_the_next_round(tmp_path):
     assert rounds["1"]["sr"] == 0.0 and rounds["2"]["sr"] == 1.0 == rounds["3"]["sr"]
 
 
-def test_rounds_a_failed_round_is_retried_at_that_round(tmp_path):
-    instances = select_instances("vertex_cover", ["easy"], count=2).instances
+def _empty_then_the_reference(task: str, fake: list[FakeOpenAI]):
+    """A reply function: `Answer: []` in round 1, the heuristic's answer in later rounds (the server
+    answering is `fake[-1]`, at concurrency 1)."""
+    instances = select_instances(task, ["easy"], count=2).instances
     answers = {inst.prompt: "Answer: " + json.dumps(inst.reference["heuristic"]["solution"]) for inst in instances}
-    fake: list[FakeOpenAI] = []
 
     def reply(text, png):
         messages = fake[-1].requests[-1]["messages"]
         return "Answer: []" if len(messages) == 1 else answers[messages[0]["content"][-1]["text"]]
+
+    return reply
+
+
+def test_rounds_a_failed_round_is_retried_at_that_round(tmp_path):
+    fake: list[FakeOpenAI] = []
+    reply = _empty_then_the_reference("vertex_cover", fake)
 
     args = ["--model", "openai:fake", "--tasks", "vertex_cover", "--count", "2", "--rounds", "3",
             "--concurrency", "1", "--max-retries", "0"]
@@ -263,13 +271,8 @@ def test_rounds_from_a_failed_round_on_count_the_failure_as_the_groups_own_sr_do
     """Round 1 feasible (an empty knapsack, objective 0, so feedback asks for more), then one sample's
     round 2 fails: its group's SR counts the failed call as infeasible, and so does round 2's, which
     carried round 1's answer forward (SR 100 beside 50)."""
-    instances = select_instances("knapsack", ["easy"], count=2).instances
-    answers = {inst.prompt: "Answer: " + json.dumps(inst.reference["heuristic"]["solution"]) for inst in instances}
     fake: list[FakeOpenAI] = []
-
-    def reply(text, png):
-        messages = fake[-1].requests[-1]["messages"]
-        return "Answer: []" if len(messages) == 1 else answers[messages[0]["content"][-1]["text"]]
+    reply = _empty_then_the_reference("knapsack", fake)
 
     with FakeOpenAI(reply, lambda number, text: (500, 0.0) if number == 3 else None) as server:
         fake.append(server)
