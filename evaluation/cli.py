@@ -221,11 +221,15 @@ def _warn_empty_answers(folder: Path) -> None:
     score, or --max-tokens spent on reasoning) than the model's."""
     from mmnp.samplelog import SAMPLES, read_samples
 
-    answered = [r for r in read_samples(folder / SAMPLES) if not r.get("failed")]
-    empty = [r for r in answered if not str(r.get("response") or "").strip()]
-    if answered and 2 * len(empty) >= len(answered):
-        stopped = sum(1 for r in empty if r.get("finish_reason") == "length")
-        console.print(f"[yellow]{len(empty)} of {len(answered)} answers are empty ({stopped} stopped at --max-tokens), "
+    answers: list[tuple[object, object]] = []  # (response, finish_reason), every --rounds round's included
+    for record in read_samples(folder / SAMPLES):
+        answers += [(turn[0], None) for turn in record.get("history") or []]
+        if not record.get("failed"):
+            answers.append((record.get("response"), record.get("finish_reason")))
+    empty = [finish for response, finish in answers if not str(response or "").strip()]
+    if answers and 2 * len(empty) >= len(answers):
+        stopped = empty.count("length")
+        console.print(f"[yellow]{len(empty)} of {len(answers)} answers are empty ({stopped} stopped at --max-tokens), "
                       "scored as wrong: a server's reasoning parser may keep the answer in reasoning_content, which "
                       "mmnp does not score; check the server's settings, or raise --max-tokens[/]", highlight=False)
 

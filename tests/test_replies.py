@@ -120,6 +120,9 @@ def test_a_run_of_empty_answers_says_so(small_dataset, instances, tmp_path):
         empty = _eval(server.url, small_dataset, tmp_path / "empty")
     assert empty.exit_code == 0, empty.output
     assert "4 of 4 answers are empty (0 stopped at --max-tokens), scored as wrong" in " ".join(empty.output.split())
+    with FakeOpenAI(lambda text, png: "") as server:  # every round's answer counts, not each sample's last (4 of 4)
+        rounds = _eval(server.url, small_dataset, tmp_path / "rounds", "--rounds", "3")
+    assert "12 of 12 answers are empty" in " ".join(rounds.output.split()), rounds.output
     with FakeOpenAI(oracle(instances)) as server:
         answered = _eval(server.url, small_dataset, tmp_path / "answered")
     assert answered.exit_code == 0 and "answers are empty" not in answered.output, answered.output
