@@ -122,7 +122,7 @@ class TrainSpec(CurriculumSpec):
                 raise UsageError(f"--algo {self.algo} needs --{f.name.replace('_', '-')} {f.metadata['required']}")
         check_loss_settings(get_algorithm(self.algo), self.beta)
         self._check_curriculum()
-        self._check_params()
+        self.generator_overrides()  # before the model loads
         if self.loss_type not in LOSS_TYPES:
             raise UsageError(f"--loss-type {self.loss_type!r}: choose one of {', '.join(LOSS_TYPES)} (TRL's)")
         self._check_generation_batch()
@@ -148,19 +148,20 @@ class TrainSpec(CurriculumSpec):
                 raise UsageError(f"--curriculum draws its instances level by level (--curriculum-start to "
                                  f"--curriculum-top) without end; drop --{name}")
 
-    def _check_params(self) -> None:
-        """--params checked as `mmnp generate --param` checks it, on every difficulty or level it
-        will generate, before the model loads."""
+    def generator_overrides(self) -> dict[str, dict]:
+        """Each task's generator overrides from --params, checked as `mmnp generate --param` checks them
+        on every difficulty (or curriculum level) they will generate; {} without --params or with --data
+        (refused where the data is read)."""
         from mmnp.levels import level_name
         from mmnp.trainers.data import generator_overrides, parse_params
 
         params = parse_params(self.params)
-        if not params or self.data is not None:  # with --data: refused where the data is read
-            return
+        if not params or self.data is not None:
+            return {}
         schedule = curriculum_spec(self)
         difficulties = (self.difficulty.split(",") if schedule is None else
                         [level_name(level) for level in range(schedule.curriculum_start, schedule.curriculum_top + 1)])
-        generator_overrides(self.tasks, difficulties, params, 1 if schedule else self.count, self.seed)
+        return generator_overrides(self.tasks, difficulties, params, 1 if schedule else self.count, self.seed)
 
     def _check_generation_batch(self) -> None:
         """TRL's rule (GRPOConfig.__post_init__): the generation batch, per_device_train_batch_size x

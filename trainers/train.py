@@ -125,8 +125,7 @@ def build_trainer(spec: TrainSpec, console=None):
     from mmnp.trainers.algorithms import get_algorithm
     from mmnp.trainers.curriculum import Curriculum, curriculum_spec
     from mmnp.trainers.curriculum_callback import CurriculumCallback
-    from mmnp.levels import level_name
-    from mmnp.trainers.data import generator_overrides, parse_params, train_dataset
+    from mmnp.trainers.data import parse_params, train_dataset
 
     spec.validate()
     trainer_class = get_algorithm(spec.algo)
@@ -153,10 +152,8 @@ def build_trainer(spec: TrainSpec, console=None):
                                 spec.data, spec.system_prompt, spec.image_size, parse_params(spec.params))
     else:  # instances drawn level by level; the callback moves the levels (before MetricsLog logs them)
         curriculum = Curriculum(spec.tasks, schedule, seed=spec.seed)
-        levels = [level_name(level) for level in range(schedule.curriculum_start, schedule.curriculum_top + 1)]
-        overrides = generator_overrides(spec.tasks, levels, parse_params(spec.params), seed=spec.seed) \
-            if spec.params else None
-        dataset = curriculum.iterable_dataset(spec.modality, spec.system_prompt, spec.image_size, overrides)
+        dataset = curriculum.iterable_dataset(spec.modality, spec.system_prompt, spec.image_size,
+                                              spec.generator_overrides())
         reward = curriculum.wrap_reward(reward)
         callbacks.insert(0, CurriculumCallback(curriculum))
     return trainer_class(model=spec.model, reward_funcs=[reward], args=config, train_dataset=dataset,
