@@ -150,8 +150,13 @@ def optimal(data: dict, time_limit: float, hint: list[int]) -> tuple[list[int], 
     model.AddCircuit(arcs)
     model.Add(sum(skip) <= n - 3)
     model.Maximize(n - sum(skip))
-    solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
-    if not proven and cpsat.settles(solver, len(hint), minimize=False):
+    try:
+        solver, proven = cpsat.solve(model, time_limit)  # the hint stays out (mmnp.solvers.cpsat)
+    except cpsat.NoSolution:
+        if len(hint) == n:
+            return hint, True  # a Hamiltonian cycle: no cycle is longer
+        raise
+    if not proven and (len(hint) == n or cpsat.settles(solver, len(hint), minimize=False)):
         return hint, True
     succ = {a: b for (a, b), lit in lits.items() if solver.Value(lit)}
     start = min(succ)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mmnp.solvers import cpsat
-from mmnp.kits.meetings import hhmm, minutes
+from mmnp.kits.meetings import hhmm, minutes, windows as joined_windows
 
 GRID = 15  # minutes between the random baseline's start times
 ORDERS = 6
@@ -40,7 +40,7 @@ def _placements(data: dict) -> list[list[tuple[int, int, int]]]:
     """Per meeting, every (room, start, end) that respects the day, availability and capacity,
     over the start minutes of `candidate_starts`."""
     day0, day1 = (minutes(t) for t in data["day"])
-    windows = [[(minutes(a), minutes(b)) for a, b in p["available"]] for p in data["people"]]
+    windows = [joined_windows(p["available"]) for p in data["people"]]
     starts = candidate_starts(data)
     out = []
     for m in data["meetings"]:

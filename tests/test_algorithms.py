@@ -160,6 +160,18 @@ def test_confidence_takes_the_lowest_fraction():
     assert confidence(logps, mask, fraction=0.2)[0].item() == pytest.approx(math.exp(-3.0))
 
 
+@pytest.mark.parametrize("fraction", [0.3, 0.15, 0.2, 0.7])
+def test_confidence_takes_ceil_of_the_exact_share(fraction):
+    """k = ceil(n rho) in exact arithmetic at every length: 50 x 0.3 takes 15 tokens, not 16."""
+    from fractions import Fraction
+
+    for n in range(1, 400):
+        logps = -torch.arange(1, n + 1, dtype=torch.float32)[None, :] / n  # token i's log-prob -i/n
+        k = math.ceil(Fraction(str(fraction)) * n)
+        expected = -sum(range(n - k + 1, n + 1)) / n / k  # the mean of the k lowest
+        assert confidence(logps, torch.ones(1, n), fraction)[0].item() == pytest.approx(math.exp(expected), rel=1e-5), n
+
+
 def test_progrpo_lowers_the_advantage_of_over_confident_correct_answers():
     adv = group_advantages(torch.tensor([[1.0, 1.0, 0.0, 0.0]]))
     rewards = torch.tensor([[1.0, 1.0, 0.0, 0.0]])

@@ -303,3 +303,32 @@ def tiny_text_cold(tmp_path_factory):
     from mmnp.trainers.tiny_model import write_tiny_model
 
     return write_tiny_model(tmp_path_factory.mktemp("cold") / "text", warm_steps=0)
+
+
+def test_a_separate_teacher_is_scored_on_the_tokens_it_sampled(tiny_text, tmp_path):
+    """A teacher loaded apart from the reference (here: the same weights in another folder) gives the
+    labels of the reference sampling itself: log pi_ref is of the sampled ids, with no EOS added to a
+    completion cut at --max-tokens. With another vocabulary the text is re-tokenized, EOS only where
+    the teacher ended."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from mmnp.trainers.disa.estimate import EstimateSpec, estimate, for_reference
+
+    teacher = tmp_path / "teacher"
+    shutil.copytree(tiny_text, teacher)
+    settings = dict(tasks="knapsack", difficulty="easy", prompts=2, samples=4, max_tokens=6, beta=15.0)
+
+    def labels(proposal: str, out: str) -> dict:
+        estimate(EstimateSpec(ref=str(tiny_text), proposal=proposal, **settings), tmp_path / out, device="cpu")
+        return {r["id"]: r["log_z"] for r in map(json.loads, (tmp_path / out / "labels.jsonl").read_text().splitlines())}
+
+    itself = labels(str(tiny_text), "itself")
+    assert labels(str(teacher), "teacher") == pytest.approx(itself, abs=1e-4)
+
+    tok = AutoTokenizer.from_pretrained(tiny_text)
+    eos = tok.eos_token_id
+    ids = tok("Answer: [1, 2]", add_special_tokens=False)["input_ids"]
+    assert for_reference(ids, tok, tok) == ids  # cut at --max-tokens: no EOS that was never sampled
+    assert for_reference(ids + [eos], tok, tok) == ids + [eos]

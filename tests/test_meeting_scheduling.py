@@ -71,3 +71,19 @@ def test_a_day_that_ends_before_it_starts_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"^meeting_scheduling day 09:00-08:00: expected day_end at least 30 "
                                          r"minutes after day_start$"):
         TASK.generate("easy", 0, day_end="08:00")
+
+
+def test_a_meeting_across_touching_windows_is_inside_the_availability():
+    """Availability is the union of a person's windows: 09:30-10:30 fits 09:00-10:00 plus 10:00-11:00,
+    for the verifier and for the exact solver, while a meeting across a real gap is refused."""
+    data = {"day": ["09:00", "12:00"], "rooms": [{"name": "A", "capacity": 2}],
+            "people": [{"name": "Ana", "available": [["10:00", "11:00"], ["09:00", "10:00"]]},
+                       {"name": "Ben", "available": [["09:00", "12:00"]]}],
+            "meetings": [{"attendees": [0, 1], "duration": 60}, {"attendees": [0], "duration": 30}]}
+    objective, violations = TASK.verifier.check(data, [[0, 0, "09:30"]])
+    assert not violations and objective == 2
+    gap = dict(data, people=[{"name": "Ana", "available": [["09:00", "10:00"], ["10:15", "11:00"]]},
+                             data["people"][1]])
+    assert [v.kind for v in TASK.verifier.check(gap, [[0, 0, "09:30"]])[1]] == ["unavailable_attendee"]
+    schedule, proven = TASK.solver.optimal(data, 5.0, [])
+    assert proven and TASK.verifier.check(data, schedule) == (3, [])  # both meetings, one crossing 10:00

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mmnp.registry import get_task
-from mmnp.solvers import knapsack, subset_sum
+from mmnp.solvers import cpsat, knapsack, subset_sum
 from mmnp.verifiers.meeting_scheduling import minutes
 
 
@@ -368,3 +368,22 @@ def test_the_compiled_twister_draws_what_pythons_random_draws():
     with pytest.raises(ValueError):
         randbelow(state, position, 0)
 
+
+
+def test_a_hamiltonian_hint_is_proven_optimal_even_where_cp_sat_finds_nothing(monkeypatch):
+    """No cycle is longer than one through every vertex: with a Hamiltonian hint the exact reference is
+    proven whatever CP-SAT reaches in its time, while a shorter hint stays unproven."""
+    task = get_task("longest_cycle")
+    inst = task.generate("medium", 0)
+    hamiltonian = inst.reference["heuristic"]["solution"]
+    assert len(hamiltonian) == inst.data["n"]
+
+    def nothing(model, time_limit, **parameters):
+        raise cpsat.NoSolution("CP-SAT found no solution (UNKNOWN) within the time limit")
+
+    monkeypatch.setattr(cpsat, "solve", nothing)
+    best, _ = task.best_known(inst.data, inst.reference["heuristic"])
+    assert best["proven"] and best["objective"] == inst.data["n"]
+    triangle = task.solver.trivial(inst.data)
+    shorter = {"objective": task.verifier.check(inst.data, triangle)[0], "solution": triangle}
+    assert not task.best_known(inst.data, shorter)[0]["proven"]

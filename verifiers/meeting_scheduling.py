@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 
 from mmnp.core import Instance, Violation, prepared, violation
-from mmnp.kits.meetings import hhmm, minutes
+from mmnp.kits.meetings import hhmm, minutes, windows as joined_windows
 from mmnp.parsing import ParseError, as_int, read_answer
 
 DIRECTION = "max"  # the objective is maximised
@@ -87,8 +87,7 @@ def _place(data: dict, schedule: list[list]) -> tuple[dict[str, list], list[tupl
                                                     "outside_day", "unavailable_attendee", "over_capacity")}
     placed: list[tuple[int, int, int, int]] = []
     seen: set[int] = set()
-    windows = prepared(people, "windows", lambda ps: [[(minutes(a), minutes(b)) for a, b in p["available"]]
-                                                       for p in ps])
+    windows = prepared(people, "windows", lambda ps: [joined_windows(p["available"]) for p in ps])
     for m, r, start in schedule:
         if not 0 <= m < len(meetings):
             found["unknown_meeting"].append(m)
@@ -177,7 +176,7 @@ def wrong_answers(inst: Instance) -> list[tuple[str, str]]:
     meetings, rooms, people = data["meetings"], data["rooms"], data["people"]
     day0, day1 = (minutes(t) for t in data["day"])
     fmt = lambda entries: "Answer: [" + ", ".join(f'({m}, {r}, "{hhmm(s)}")' for m, r, s in entries) + "]"  # noqa: E731
-    windows = lambda p: [(minutes(a), minutes(b)) for a, b in people[p]["available"]]  # noqa: E731
+    windows = lambda p: joined_windows(people[p]["available"])  # noqa: E731
 
     def free_start(m: int) -> int:
         """A start on the half hour when all of m's attendees are free, else the day's opening."""

@@ -22,7 +22,9 @@ def confidence(token_logps: torch.Tensor, mask: torch.Tensor, fraction: float = 
     """c(x) = exp(mean of the lowest `fraction` of x's token log-probabilities), per row."""
     big = torch.finfo(token_logps.dtype).max
     lengths = mask.sum(-1)
-    k = (lengths * fraction).ceil().clamp(min=1).long()
+    # ceil(n rho) in float64 less a hair: an n rho that is whole (50 x 0.3 = 15) must not round up
+    # because 0.3 has no exact binary form (float32 gave 16 at 166 lengths up to 4096)
+    k = (lengths.double() * fraction - 1e-9).ceil().clamp(min=1).long()
     ordered = torch.where(mask.bool(), token_logps, torch.full_like(token_logps, big)).sort(dim=-1).values
     take = torch.arange(token_logps.size(-1), device=token_logps.device)[None, :] < k[:, None]
     low_mean = (ordered * take).sum(-1) / k

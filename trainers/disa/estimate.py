@@ -43,7 +43,7 @@ from mmnp.samplelog import JsonlLog
 from mmnp.registry import list_tasks
 from mmnp.trainers.rewards import get_reward, record_payload
 from mmnp.evaluation.models import weights_fingerprint
-from mmnp.trainers.spec import model_identity
+from mmnp.trainers.spec import model_identity, same_model
 
 
 def log_z_importance_sampling(logp_ref: torch.Tensor, logp_proposal: torch.Tensor, reward: torch.Tensor,
@@ -56,15 +56,15 @@ def log_z_importance_sampling(logp_ref: torch.Tensor, logp_proposal: torch.Tenso
 def sequence_logps(model, prompt_ids: list[int], completions: list[list[int]], loglik: str, device) -> list[float]:
     """log p(o|q) (summed, or averaged over tokens) of each completion, by teacher forcing
     in one right-padded batch."""
-    width = max(len(c) for c in completions)
-    pad = completions[0][0]
+    width = max(1, max(len(c) for c in completions))
+    pad = next((c[0] for c in completions if c), 0)  # any id: padded positions are masked out
     ids = torch.tensor([prompt_ids + c + [pad] * (width - len(c)) for c in completions], device=device)
     mask = torch.tensor([[1] * len(c) + [0] * (width - len(c)) for c in completions], device=device)
     attention = torch.cat([torch.ones(len(completions), len(prompt_ids), device=device, dtype=mask.dtype), mask], 1)
     with torch.no_grad():
         logits = model(input_ids=ids, attention_mask=attention).logits[:, len(prompt_ids) - 1 : -1].float()
     token = torch.log_softmax(logits, -1).gather(2, ids[:, len(prompt_ids) :, None]).squeeze(2) * mask
-    totals = token.sum(1) if loglik == "sum" else token.sum(1) / mask.sum(1)
+    totals = token.sum(1) if loglik == "sum" else token.sum(1) / mask.sum(1).clamp(min=1)
     return totals.tolist()
 
 
@@ -182,6 +182,22 @@ class VLLMProposals:
         return completions, logps
 
 
+def shared_vocabulary(a, b) -> bool:
+    """Whether two tokenizers map the same ids to the same tokens and end on the same EOS: then a
+    proposal's sampled ids are scored under the reference as they are, not as re-tokenized text."""
+    return a is b or (a.eos_token_id == b.eos_token_id and a.get_vocab() == b.get_vocab())
+
+
+def for_reference(completion: list[int], prop_tok, ref_tok) -> list[int]:
+    """A completion sampled with another vocabulary, as the reference's tokens: its text
+    re-tokenized, with the reference's EOS only where the proposal ended on its own (a completion
+    cut at --max-tokens has none, as training scores it), so both log-likelihoods in a label
+    are of one answer."""
+    ended = bool(completion) and completion[-1] == prop_tok.eos_token_id
+    text = prop_tok.decode(completion[:-1] if ended else completion, skip_special_tokens=True)
+    return ref_tok(text, add_special_tokens=False)["input_ids"] + ([ref_tok.eos_token_id] if ended else [])
+
+
 def estimation_prompts(spec: EstimateSpec):
     from mmnp.trainers.data import training_instances
 
@@ -226,9 +242,10 @@ def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int],
         ref, ref_tok = load_model(spec.ref, device)
     else:
         ref, ref_tok = load_model(spec.ref, device)
-        proposals = TransformersProposals(*((ref, ref_tok) if spec.proposal == spec.ref
+        proposals = TransformersProposals(*((ref, ref_tok) if same_model(spec.proposal, spec.ref)
                                             else load_model(spec.proposal, device)), device)
     prop_tok = proposals.tokenizer
+    shared = shared_vocabulary(prop_tok, ref_tok)
     reward = get_reward(spec.reward)
     todo = [inst for inst in estimation_prompts(spec) if inst.id not in labels.records]
     try:
@@ -241,9 +258,7 @@ def estimate(spec: EstimateSpec, out: str | Path, progress: Callable[[int, int],
             completions, logp_t = proposals.sample(prop_prompt, spec.samples, spec.max_tokens, seed, spec.loglik)
             texts = [prop_tok.decode(c, skip_special_tokens=True) for c in completions]
             rewards = reward(None, texts, [record_payload(inst)] * len(texts))
-            same_model = getattr(proposals, "model", None) is ref
-            ref_completions = completions if same_model else \
-                [ref_tok(t, add_special_tokens=False)["input_ids"] + [ref_tok.eos_token_id] for t in texts]
+            ref_completions = completions if shared else [for_reference(c, prop_tok, ref_tok) for c in completions]
             logp_ref = sequence_logps(ref, ref_prompt, ref_completions, spec.loglik, device)
             a = torch.tensor(logp_ref) - torch.tensor(logp_t) + spec.beta * torch.tensor(rewards)
             log_z = log_z_importance_sampling(torch.tensor(logp_ref), torch.tensor(logp_t), torch.tensor(rewards),
