@@ -20,6 +20,16 @@ from mmnp.evaluation.tables import csv_board, markdown_board
 FORMATS = ("md", "csv", "html")
 
 
+
+# how each format's report starts: an existing --out is replaced only when it is one (refreshed), never a user's file
+REPORT_STARTS = (b"# MM-NP-Bench leaderboard\n", b"dataset,dataset_modified,",
+                 b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>MM-NP-Bench leaderboard</title>')
+
+
+def _a_leaderboard(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(200).startswith(REPORT_STARTS)
+
 def render_markdown(runs: list[Run], modality: str | None = None, *, mix_datasets: bool = False,
                     include_incomplete: bool = False, include_unverified: bool = False, stderr: bool = False,
                     problems: list[str] = ()) -> str:
@@ -82,7 +92,7 @@ def make_leaderboard(paths: list[Path], format: str = "md", out: Path | None = N
         raise UsageError(f"--browser-samples {browser_samples}: give 0 or more")
     if out is not None:
         out = Path(out)
-        check_out_file(out, f"leaderboard.{format}")
+        check_out_file(out, f"leaderboard.{format}", _a_leaderboard, "a leaderboard mmnp wrote")
     runs, problems = gather(paths)
     if not runs:
         raise DataError("no readable results.json: " + "; ".join(problems))

@@ -75,6 +75,9 @@ def generate(params: dict, rng: np.random.Generator) -> tuple[dict, list[list]]:
     if slots < 1:
         raise ValueError(f"meeting_scheduling day {params['day_start']}-{params['day_end']}: expected day_end at "
                          f"least {SLOT} minutes after day_start")
+    if day[0] % SLOT or day[1] % SLOT:  # windows are whole slots from day_start: on the picture's grid lines
+        raise ValueError(f"meeting_scheduling day {params['day_start']}-{params['day_end']}: expected both on the "
+                         f"hour or the half hour (the picture's {SLOT}-minute grid, on which every window lies)")
     if not 0 <= params["availability"] <= 1:
         raise ValueError(f"meeting_scheduling availability={params['availability']:g}: it is the share of the day "
                          "each person is available, expected 0 to 1")

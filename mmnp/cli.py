@@ -364,12 +364,23 @@ def show(
     from mmnp.render import check_image_size
 
     check_image_size(size, "--size")
-    check_out_file(out, f"{id}.png")
+    check_out_file(out, f"{id}.png", _a_picture, "a picture")
     kind = _picture_format(out)
     inst = find_instance(data, id, allow_modified=allow_modified)
     png = draw(inst, size, _answer_text(answer, answer_file), edited=allow_modified, source=data)
     atomic_write(out, png if kind == "PNG" else _converted(png, kind))
     console.print(f"[green]wrote[/] {out}")
+
+
+def _a_picture(path: Path) -> bool:
+    """Whether `path` holds a picture (a drawing `show` made before is redrawn; notes are not)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path):
+            return True
+    except (UnidentifiedImageError, OSError):
+        return False
 
 
 def _picture_format(out: Path) -> str:

@@ -232,25 +232,48 @@ def open_dataset(path: str | Path, *, allow_modified: bool = False) -> Dataset:
                                              actual.__getitem__ if actual is not None else None, str(path / MANIFEST))
     if problems and not allow_modified:
         more = f" (and {len(problems) - 1} more differences)" if len(problems) > 1 else ""
-        raise DataError(f"{problems[0]}{more}. The dataset differs from its manifest: {_remedy(manifest, path)}")
+        raise DataError(f"{problems[0]}{more}. The dataset differs from its manifest: "
+                        f"{_remedy(manifest, path, _arguments_edited(manifest, shards))}")
     dataset.problems = problems
     if actual is not None:
         dataset._pngs.update((d.id, png) for d, png in actual.items())
     return dataset
 
 
-def _remedy(manifest: dict, path: Path) -> str:
+def _arguments_edited(manifest: dict, shards: dict[tuple[str, str], list[Digest] | None]) -> bool:
+    """Whether the manifest's arguments are what its content contradicts: its counts and its shards
+    agree with each other but not with the arguments' shards, --count or --seed (an edit of the
+    arguments, which the command that made the dataset no longer matches)."""
+    arguments = manifest["arguments"]
+    if not {"tasks", "difficulties", "count", "seed"} <= set(arguments) or None in shards.values():
+        return False  # imported, or a shard missing: not an edit of the arguments alone
+    held = {pair: len(digests) for pair, digests in shards.items()}
+    claimed = {(task, difficulty): n for task, per in manifest["counts"].items() for difficulty, n in per.items()}
+    if claimed != held:
+        return False  # the counts or the shards are what differs: a plain rerun repairs them
+    named = {(task, difficulty) for task in arguments["tasks"] for difficulty in arguments["difficulties"]}
+    digests = [d for shard in shards.values() for d in shard]
+    return set(held) != named or any(n != arguments["count"] for n in held.values()) or bool(digests) and all(
+        d.seed != instance_seed(arguments["seed"], d.index) for d in digests)
+
+
+def _remedy(manifest: dict, path: Path, arguments_differ: bool = False) -> str:
     """What to do about a dataset that differs from its manifest: make it again the way it was
     made, or use the edit on purpose where a command takes the flag."""
-    return (f"{_rebuild(manifest, path)}, or, with `mmnp eval`, `verify` or `show`, pass --allow-modified to use the "
-            "edited data on purpose (results are then marked modified)")
+    return (f"{_rebuild(manifest, path, arguments_differ)}, or, with `mmnp eval`, `verify` or `show`, pass "
+            "--allow-modified to use the edited data on purpose (results are then marked modified)")
 
 
-def _rebuild(manifest: dict, path: Path) -> str:
+def _rebuild(manifest: dict, path: Path, arguments_differ: bool = False) -> str:
     """How a damaged dataset is made again the way it was made: generate repairs its folder in
-    place (only the damaged instances), import writes only a new folder."""
+    place (only the damaged instances), import writes only a new folder. Where the manifest's own
+    arguments are what the content contradicts, the command that made it no longer matches them
+    and takes the folder for another dataset: it is made again with --overwrite."""
     if "import" in manifest["arguments"]:
         return f"move {path} aside, then rerun the `mmnp import` command that made it (it writes only a new folder)"
+    if arguments_differ:
+        return ("rerun the `mmnp generate` command that made it with --overwrite (its manifest's arguments are "
+                "what differs, so without it the command takes the folder for another dataset)")
     return "rerun the `mmnp generate` command that made it to repair it"
 
 
@@ -383,16 +406,18 @@ class Selection:
         if self.dataset is not None and inst.image:
             return self.dataset.image(inst)
         return draw(inst, self.image_size, edited=getattr(self.dataset, "allow_modified", False),
-                    source=getattr(self.dataset, "path", None))
+                    source=getattr(self.dataset, "path", None), whole=True)
 
 
 def draw(inst: Instance, size: int, answer: str | None = None, *, edited: bool = False,
-         source: str | Path | None = None) -> bytes:
+         source: str | Path | None = None, whole: bool = False) -> bytes:
     """`Task.render`, for data that may have been edited on purpose (`edited`: opened with
     --allow-modified, whose check runs the verifier, not the drawing): an instance that cannot be
     drawn is then one line naming it, not a traceback."""
     try:
-        return get_task(inst.task).render(inst, size, answer=answer)
+        return get_task(inst.task).render(inst, size, answer=answer, whole=whole)
+    except UsageError:
+        raise  # a size that cuts the picture: its own line
     except Exception as e:  # noqa: BLE001 - edited data: any shape may come (a zero grid, a huge n)
         if not edited:
             raise
@@ -435,7 +460,7 @@ def image_loader(data: str | Path | None, image_size: int = 768) -> Callable[[In
     """What serves an instance's picture for `data` (checked against the dataset's digests), or
     renders it for generated instances."""
     if data is None:
-        return lambda inst: get_task(inst.task).render(inst, image_size)
+        return lambda inst: get_task(inst.task).render(inst, image_size, whole=True)
     return Selection([], {}, open_data(data), image_size).image
 
 

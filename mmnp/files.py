@@ -96,10 +96,12 @@ def write_whole_folder(out: Path, write: Callable[[Path], T]) -> T:
 MMNP_FILES = ("manifest.json", "results.json", "samples.jsonl", "run.json")  # what an --out never replaces
 
 
-def check_out_file(out: Path, example: str) -> None:
+def check_out_file(out: Path, example: str, replaces: Callable[[Path], bool], what: str) -> None:
     """Refuse an --out that is a folder, lies under a file, would replace one of mmnp's own files,
     or lies inside a dataset folder (whose every file its manifest vouches for): a report or a
-    picture is written beside data, never over it. `example` is a file name to suggest."""
+    picture is written beside data, never over it. An existing file is replaced only where
+    `replaces` says it is one this command writes (`what`: its name, for the refusal), so a report
+    is refreshed and a user's own file kept. `example` is a file name to suggest."""
     out = Path(out)
     if out.is_dir():
         raise UsageError(f"--out {out} is a folder; give a file path such as {out / example}")
@@ -110,6 +112,9 @@ def check_out_file(out: Path, example: str) -> None:
             raise UsageError(f"--out {out} lies inside the dataset folder {parent}; choose a path outside it")
     if out.name in MMNP_FILES:
         raise UsageError(f"--out {out} would overwrite an mmnp file; choose another name, e.g. {example}")
+    if out.is_symlink() or out.exists() and not (out.is_file() and replaces(out)):
+        raise UsageError(f"--out {out} exists and is not {what}; mmnp never overwrites your files: move it away, "
+                         f"or choose another path such as {out.parent / example}")
 
 
 def inside(root: Path, rel: str | Path) -> Path | None:

@@ -378,9 +378,10 @@ class _Log:
         os.close(self.fd)
 
 
-def _execute(out: Path, jobs: list[tuple], finished: dict[str, tuple[bytes, str]], *, workers: int,
-             executor: str, ray_address: str | None, progress: Progress | None) -> None:
-    """Generate every job not in `finished`, logging each as it completes (picture first)."""
+def _execute(out: Path, jobs: list[tuple], finished: dict[str, tuple[bytes, str]], replaceable: frozenset[str], *,
+             workers: int, executor: str, ray_address: str | None, progress: Progress | None) -> None:
+    """Generate every job not in `finished`, logging each as it completes (picture first, never over
+    a file of someone else's: `replaceable` are the pictures mmnp's manifest or log list)."""
     todo = [job for job in jobs if _job_id(job) not in finished]
     if progress:
         progress(len(jobs) - len(todo), len(jobs))
@@ -392,6 +393,7 @@ def _execute(out: Path, jobs: list[tuple], finished: dict[str, tuple[bytes, str]
         for id, line, png in results:
             digest = NO_IMAGE
             if png is not None:
+                _refuse_foreign_picture(out, id, png, replaceable)
                 atomic_write(out / image_name(id), png)
                 digest = hashlib.sha256(png).hexdigest()
             log.add(line, digest)
@@ -474,6 +476,7 @@ def generate_dataset(
             _remove_generated(out, removable, kept, notify)
             state = None
         _refuse_foreign_files(out, spec, part, state)
+        replaceable = _listed_paths(out)  # before a dropped line leaves the log: its picture is still mmnp's
         wanted = _state_for(spec, part)
         manifest, salvaged = _existing(out, spec, part, state, wanted, notify)
         if manifest is not None and salvaged is None:
@@ -486,6 +489,10 @@ def generate_dataset(
         remaining = [job for job in jobs if _job_id(job) not in finished]
         _refuse_changed_versions(state, spec, remaining, out)
         if dropped:  # once the run goes on: what it left out is not reported again by the next run
+            made = {image_name(id) for id in finished}  # the dropped ones' pictures stay mmnp's to write over
+            state = {**state, "remade": sorted({*state.get("remade", []), *(p for p in replaceable
+                                                                              if p.endswith(".png") and p not in made)})}
+            atomic_write(out / IN_PROGRESS, json.dumps(state, indent=1))
             _write_log(out, finished.values())
             if notify:
                 notify(f"{len(dropped)} finished instance(s) in {out} cannot be kept (the first: {dropped[0]}); "
@@ -493,7 +500,7 @@ def generate_dataset(
         if finished and remaining and salvaged is None and notify:
             notify(f"resuming: {len(finished)} of {len(jobs)} instances already finished")
         try:
-            _execute(out, jobs, finished, workers=workers, executor=executor, ray_address=ray_address,
+            _execute(out, jobs, finished, replaceable, workers=workers, executor=executor, ray_address=ray_address,
                      progress=progress)
         except UsageError:  # refused before anything was made: no state is left behind to resume
             if fresh and not finished:
@@ -919,8 +926,23 @@ def _refuse_foreign_files(out: Path, spec: GenerateSpec, part: tuple[int, int] |
     about to delete (checked before it deletes any)."""
     for task in spec.tasks:
         check_writable_inside(out, f"{task}/images")
-    if ours is None and (state is not None or (out / MANIFEST).exists()):
-        return  # its own files: resumed, checked or repaired
+    if ours is None and (out / MANIFEST).exists():
+        return  # its own dataset, checked or repaired (`_existing` reads its manifest)
+    if ours is None and state is not None:
+        # an unfinished run resumed: a shard is its own only when it holds only its log's lines (a run
+        # killed while finishing wrote it); a picture is checked as it is written (`_refuse_foreign_picture`)
+        wanted = _state_for(spec, part)
+        if (state["arguments"], state["part"]) != (wanted["arguments"], wanted["part"]):
+            return  # another run's folder: `_existing` refuses it
+        logged: dict[str, Callable[[bytes], bool]] = {}
+        _listed_by_log(out, state, logged)
+        for rel in dict.fromkeys(f"{job[0]}/{job[1]}.jsonl" for job in jobs_of(spec, part)):
+            path = out / rel
+            if (path.exists() or path.is_symlink()) and (path.is_symlink() or not path.is_file() or rel not in logged
+                                                         or not logged[rel](path.read_bytes())):
+                raise UsageError(f"{path} exists and is not a file mmnp wrote here; mmnp never replaces files it did "
+                                 "not write: move it away, then rerun the same command to finish")
+        return
     for job in jobs_of(spec, part):
         id = _job_id(job)
         for rel in (f"{job[0]}/{job[1]}.jsonl", image_name(id)):
@@ -987,6 +1009,33 @@ def _remove_generated(out: Path, removable: set[str], kept: list[str], notify: N
                + (" ..." if len(kept) > 3 else ""))
 
 
+def _listed_paths(out: Path) -> frozenset[str]:
+    """The files the folder's own manifest or unfinished run's log lists, whatever they now hold:
+    mmnp's, which a repair writes over (an edited picture is made again)."""
+    listed: dict[str, Callable[[bytes], bool]] = {}
+    _listed_by_manifest(out, listed)
+    state = _read_json(out / IN_PROGRESS)
+    if isinstance(state, dict) and isinstance(state.get("arguments"), dict):
+        _listed_by_log(out, state, listed)
+        remade = state.get("remade")  # pictures of lines an interrupted repair left out of the log
+        listed.update((rel, bool) for rel in (remade if isinstance(remade, list) else []) if isinstance(rel, str))
+    return frozenset(listed)
+
+
+def _refuse_foreign_picture(out: Path, id: str, png: bytes, replaceable: frozenset[str]) -> None:
+    """A picture is written where there is none, where the folder's manifest or log lists one (a
+    repair replaces it), or over the same bytes (a run killed between a picture and its log line
+    left it); never over anything else, which is not mmnp's to replace."""
+    rel = image_name(id)
+    path = out / rel
+    if rel in replaceable or not (path.exists() or path.is_symlink()):
+        return
+    if path.is_file() and not path.is_symlink() and path.read_bytes() == png:
+        return
+    raise UsageError(f"{path} exists and is not a picture mmnp wrote here; mmnp never replaces files it did not "
+                     "write: move it away, then rerun the same command to finish")
+
+
 def _listed_by_manifest(out: Path, listed: dict[str, Callable[[bytes], bool]]) -> bool:
     """Add what the folder's manifest lists (of any format mmnp wrote) to `listed`, each with the
     check that a file still holds it; whether the manifest is one mmnp wrote."""
@@ -1026,7 +1075,7 @@ def _listed_by_log(out: Path, state: dict, listed: dict[str, Callable[[bytes], b
     for task in filter(is_name, arguments.get("tasks", [])):
         for difficulty in filter(is_name, arguments.get("difficulties", [])):
             listed.setdefault(f"{task}/{difficulty}.jsonl",
-                              lambda raw: bool(raw) and set(raw.split(b"\n")[:-1]) <= logged)
+                              lambda raw: raw.endswith(b"\n") and set(raw[:-1].split(b"\n")) <= logged)
 
 
 def _shard_matches(rows: set[str], rel: str) -> Callable[[bytes], bool]:

@@ -86,6 +86,8 @@ def read_answer(text: Any) -> Any:
             pass
         else:
             value = rest[:end]
+            if end > MAX_VALUE_CHARS:
+                raise ParseError(f"the answer is longer than {MAX_VALUE_CHARS} characters")
             if _NEXT_VALUE.match(rest, end) is None and _tuples_safe(value):
                 nested = value.count("[") + value.count("(") > 1  # else `_normalise` checks the numbers at C speed
                 return _normalise(loaded, 0, nested and _small_numbers(value))
@@ -233,8 +235,8 @@ def ints_only(values: list) -> bool:
 def _normalise(obj: Any, depth: int, in_range: bool = False) -> Any:
     """JSON objects become [key, value] pair lists, keys that spell integers become ints. `in_range`:
     the text read holds no number that could be out of range (`_small_numbers`)."""
-    if depth > MAX_DEPTH:
-        raise ParseError(f"the answer is nested more than {MAX_DEPTH} levels deep")
+    if depth >= MAX_DEPTH and isinstance(obj, list):  # the outermost bracket is depth 0: MAX_DEPTH levels of
+        raise ParseError(f"the answer is nested more than {MAX_DEPTH} levels deep")  # them, as the literal reader
     if type(obj) is _Pairs:
         if len(obj) > MAX_ITEMS:
             raise ParseError(f"the answer has more than {MAX_ITEMS} entries")
@@ -250,7 +252,7 @@ def _normalise(obj: Any, depth: int, in_range: bool = False) -> Any:
         for x in obj:  # leaves inline: answers are wide and shallow
             if type(x) is int and -_LIMIT < x < _LIMIT or type(x) is str:
                 out.append(x)
-            elif type(x) is list and in_range and {*map(type, x)} <= _LEAVES and depth < MAX_DEPTH:
+            elif type(x) is list and in_range and {*map(type, x)} <= _LEAVES and depth + 1 < MAX_DEPTH:
                 out.append(x)  # ids and times (a schedule's entry), every number known small: one C pass
             else:
                 out.append(_normalise(x, depth + 1, in_range))
@@ -378,7 +380,7 @@ def _number(text: str) -> int | float:
         raise ParseError(f"the number {text[:20]!r} is too large")
     if "." in text or "e" in text.lower():
         number = float(text)
-        if number != number or abs(number) > 10**MAX_DIGITS:
+        if number != number or abs(number) >= _LIMIT:  # the bound a bracketed answer's numbers have
             raise ParseError(f"the number {text[:20]!r} is out of range")
         return number
     return int(text)

@@ -27,7 +27,7 @@ from mmnp import levels
 from mmnp.core import CATEGORIES, DIFFICULTIES, Instance, Verdict, Violation, canonical_json, content_hash
 from mmnp.errors import UsageError
 from mmnp.parsing import ParseError
-from mmnp.render import DEFAULT_SIZE, GREEN, RED, WHITE, Canvas
+from mmnp.render import DEFAULT_SIZE, GREEN, MAX_IMAGE_SIZE, RED, WHITE, Canvas
 
 DEFAULT_TIME_LIMIT = 10.0  # deterministic seconds of CP-SAT work per instance
 TIME_LIMIT_HELP = ("Exact solver's deterministic time limit per instance (CP-SAT work units, not wall-clock seconds: "
@@ -431,18 +431,38 @@ class Task:
         """The instance's PNG and what the record says about it: the picture version, its
         pixel size, its kind (`mmnp.render.PICTURE_KINDS`: image scores are split by it) and,
         for graphs, the vertex layout (`mmnp.render.GraphDrawing`)."""
-        canvas = self.generator.render(_data(instance), size)
+        canvas = self._whole(instance, size)
         info = {"version": PICTURE_VERSION, "width": canvas.width, "height": canvas.height,
                 "kind": canvas.kind or "unspecified"}
         if canvas.layout is not None:
             info["layout"] = canvas.layout
         return canvas.png(), info
 
-    def render(self, instance: Instance | Mapping, size: int = DEFAULT_SIZE, answer: str | None = None) -> bytes:
-        """The instance as PNG bytes; with `answer`, the answer drawn over it, violations marked."""
+    def _whole(self, instance: Instance | Mapping, size: int) -> Canvas:
+        """The instance's picture at `size`, or a UsageError where some of its text would fall off the
+        canvas: a picture that cuts a target's last digits or a meeting's attendees asks for an
+        answer its reader cannot give, so it is refused, naming the width that holds it."""
+        data = _data(instance)
+        canvas = self.generator.render(data, size)
+        if not canvas.clipped:
+            return canvas
+        holds = next((width for width in range(size + 32, MAX_IMAGE_SIZE + 32, 32)
+                      if not self.generator.render(data, min(width, MAX_IMAGE_SIZE)).clipped), None)
+        name = instance.id if isinstance(instance, Instance) else instance.get("id", self.name)
+        more = f" and {len(canvas.clipped) - 1} more" if len(canvas.clipped) > 1 else ""
+        advice = f"a picture of it needs --image-size {min(holds, MAX_IMAGE_SIZE)} or more" if holds else \
+            "it cannot be drawn whole at any width"
+        raise UsageError(f"{name}: at --image-size {size} its picture would cut off {canvas.clipped[0][:40]!r}{more}; "
+                         f"{advice} (the default {DEFAULT_SIZE} holds every task at every level)")
+
+    def render(self, instance: Instance | Mapping, size: int = DEFAULT_SIZE, answer: str | None = None, *,
+               whole: bool = False) -> bytes:
+        """The instance as PNG bytes; with `answer`, the answer drawn over it, violations marked.
+        `whole`: a picture a model is given, refused where text would fall off it (`picture`'s rule;
+        a report's thumbnail or `mmnp show` may cut a title)."""
         data = _data(instance)
         if answer is None:
-            return self.generator.render(data, size).png()
+            return (self._whole(instance, size) if whole else self.generator.render(data, size)).png()
         verdict = self.verify(instance, answer)
         canvas = self.generator.render(data, size, verdict.solution, tuple(verdict.violations))
         return _with_caption(canvas, verdict).png()

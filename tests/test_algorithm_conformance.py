@@ -49,7 +49,7 @@ def train_and_evaluate(name: str, modality: str, model: Path, folder: Path) -> l
             "knapsack,subset_sum,max_clique", "--difficulty", "easy", "--count", "4", "--max-steps", str(STEPS),
             "--num-generations", str(GENERATIONS), "--per-device-train-batch-size", str(GENERATIONS),
             "--max-completion-length", "24", "--learning-rate", "1e-3", "--reward", declared.reward,
-            "--report-to", "none", "--save-steps", "1000", "--output-dir", str(out), "--image-size", "224"]
+            "--report-to", "none", "--save-steps", "1000", "--output-dir", str(out), "--image-size", "512"]
     args += [a for key, value in options.items() for a in (f"--{key.replace('_', '-')}", str(value))]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

@@ -127,6 +127,67 @@ def test_an_interruption_keeps_every_finished_instance(tmp_path):
     assert _tree(tmp_path / "clean") == _tree(partial)
 
 
+def test_a_resumed_run_never_writes_over_a_users_file(tmp_path):
+    """A file put where an interrupted run has yet to write (a shard, an unmade instance's picture) is refused, not replaced,
+    and the run finishes to a straight run's bytes once it is moved away; a picture the killed run itself
+    wrote before its log line is its own (the same bytes) and is written again."""
+    generate_dataset(tmp_path / "clean", SPEC)
+
+    def crash(done: int, total: int) -> None:
+        if done == 10:
+            raise KeyboardInterrupt
+
+    partial = tmp_path / "crashed"
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(partial, SPEC, progress=crash)
+    last = f"{SPEC.tasks[-1]}-{SPEC.difficulties[-1]}-0002"  # made last: not finished when the run stopped
+    assert last.encode() not in (partial / LOG).read_bytes()
+    # what a kill between a picture and its log line leaves: the picture, unlisted
+    (partial / image_name(last)).parent.mkdir(parents=True, exist_ok=True)
+    (partial / image_name(last)).write_bytes((tmp_path / "clean" / image_name(last)).read_bytes())
+    for rel in (f"{SPEC.tasks[-1]}/{SPEC.difficulties[-1]}.jsonl", image_name(last)):
+        mine = partial / rel
+        kept = mine.read_bytes() if mine.exists() else None
+        mine.parent.mkdir(parents=True, exist_ok=True)
+        mine.write_bytes(b"my own notes")
+        with pytest.raises(UsageError, match=f"{mine} exists and is not .* mmnp wrote here"):
+            generate_dataset(partial, SPEC)
+        with pytest.raises(UsageError, match=f"{mine} exists .* never replaces files it did not write"):
+            generate_dataset(partial, SPEC, overwrite=True)  # a shard without a last newline was deleted
+        assert mine.read_bytes() == b"my own notes"
+        mine.unlink()
+        if kept is not None:
+            mine.write_bytes(kept)
+    generate_dataset(partial, SPEC)
+    assert _tree(tmp_path / "clean") == _tree(partial)
+
+
+def test_a_repair_interrupted_before_it_remakes_a_picture_still_finishes(tmp_path):
+    """A resumed run leaves a damaged picture's line out of its log before making it again; stopped then,
+    the picture is still mmnp's to write over (the state names it), so the next run finishes, and a different
+    command on the folder is told it is another run's."""
+    generate_dataset(tmp_path / "clean", SPEC)
+    partial = tmp_path / "crashed"
+
+    def crash_at(n: int):
+        def crash(done: int, total: int) -> None:
+            if done >= n:
+                raise KeyboardInterrupt
+        return crash
+
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(partial, SPEC, progress=crash_at(10))
+    picture = partial / image_name(f"{SPEC.tasks[0]}-{SPEC.difficulties[0]}-0000")
+    picture.write_bytes(picture.read_bytes() + b"\0")
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(partial, SPEC, progress=crash_at(0))  # stopped before anything is made again
+    other = GenerateSpec(tasks=("knapsack",), difficulties=("easy",), count=2, seed=5, time_limit=1.0)
+    with pytest.raises(UsageError, match="holds an unfinished generation of a different dataset"):
+        generate_dataset(partial, other)
+    generate_dataset(partial, SPEC)
+    assert _tree(tmp_path / "clean") == _tree(partial)
+
+
 GENERATE = ["generate", "--tasks", "min_bisection", "--difficulty", "hard", "--count", "4", "--seed", "7",
             "--no-images", "--time-limit", "1.5", "--workers", "1"]  # CP-SAT cannot close these: each runs its limit
 
@@ -229,7 +290,7 @@ def test_worker_pool_dies_with_a_killed_parent(tmp_path):
 # -- beyond one machine -------------------------------------------------------------------------
 
 PARTS = ["--tasks", "knapsack,tsp", "--difficulty", "easy", "--count", "3", "--seed", "4", "--time-limit", "0.5",
-         "--image-size", "160", "--workers", "1"]
+         "--image-size", "512", "--workers", "1"]
 
 
 def test_parts_merge_to_the_bytes_of_one_run(tmp_path):
@@ -394,7 +455,7 @@ def test_merge_names_a_deleted_picture_and_the_one_command_that_repairs_it(tmp_p
     with pytest.raises(DataError) as refused:
         merge_parts(tmp_path / "merged", parts, notify=said.append)
     command = (f"mmnp generate --shard 2/2 --out {parts[1]} --tasks knapsack,tsp --difficulty easy --count 3 "
-               "--seed 4 --image-size 160 --time-limit 0.5")
+               "--seed 4 --image-size 512 --time-limit 0.5")
     assert str(refused.value) == (f"{parts[1]}: part 2/2 is damaged, 2 of 3 instances intact: {picture}: missing; "
                                   f"repair it with `{command}` (it makes only those instances again), then merge")
     assert said == [] and not (tmp_path / "merged").exists()

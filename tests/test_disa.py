@@ -332,3 +332,6 @@ def test_a_separate_teacher_is_scored_on_the_tokens_it_sampled(tiny_text, tmp_pa
     ids = tok("Answer: [1, 2]", add_special_tokens=False)["input_ids"]
     assert for_reference(ids, tok, tok) == ids  # cut at --max-tokens: no EOS that was never sampled
     assert for_reference(ids + [eos], tok, tok) == ids + [eos]
+    no_eos = AutoTokenizer.from_pretrained(tiny_text)
+    no_eos.eos_token = None  # a reference with no end-of-sequence token: nothing to append
+    assert for_reference(ids + [eos], tok, no_eos) == ids

@@ -191,10 +191,10 @@ def test_an_interrupted_import_leaves_no_half_dataset(tmp_path: Path, monkeypatc
     monkeypatch.setattr(importers, "atomic_write", dying)
     out = tmp_path / "ds"
     with pytest.raises(KeyboardInterrupt):
-        import_files("tsplib", [tsp], out, time_limit=1.0, image_size=160)
+        import_files("tsplib", [tsp], out, time_limit=1.0, image_size=320)
     assert writes and not out.exists()
     monkeypatch.undo()
-    import_files("tsplib", [tsp], out, time_limit=1.0, image_size=160)  # the same command then works
+    import_files("tsplib", [tsp], out, time_limit=1.0, image_size=320)  # the same command then works
     assert len(list(load_dataset(out))) == 1
     assert set(tmp_path.iterdir()) == {tsp, out}  # nothing left beside it
 

@@ -37,7 +37,7 @@ from mmnp.integrity import digest_line, image_name, row
 
 runner = CliRunner()
 SPEC = GenerateSpec(tasks=("knapsack", "tsp"), difficulties=("easy",), count=3, seed=4, optimal=True, time_limit=0.5,
-                    image_size=160)
+                    image_size=512)
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -268,7 +268,7 @@ def test_a_rewritten_manifest_gets_the_contents_hashes_never_the_release(data, p
     hashes of what it is: the release's name and hashes stay with the release's content."""
     canonical = dataset_identity(pristine)
     release = {"tasks": {"knapsack": 1, "tsp": 1}, "difficulties": ("easy",), "count": 3, "seed": 4,
-               "image_size": 160, "time_limit": 0.5, "instances": 6, "benchmark_hash": canonical["benchmark_hash"],
+               "image_size": 512, "time_limit": 0.5, "instances": 6, "benchmark_hash": canonical["benchmark_hash"],
                "references": {"any": {"references_hash": canonical["references_hash"], "proven_optima": 0}}}
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(PRESETS, "test-release", release)
@@ -449,12 +449,15 @@ def test_a_manifest_from_a_newer_mmnp_says_which_formats_and_what_to_do(data, pr
     assert _tree(data) == _tree(pristine)
 
 
-@pytest.mark.parametrize("edit, said", [
-    (lambda m: m["counts"]["knapsack"].update(easy=4), "its counts say 4 knapsack easy instances, {shard} holds 3"),
-    (lambda m: m["arguments"].update(count=4), "its counts say 3 knapsack easy instances, its arguments say --count 4"),
+@pytest.mark.parametrize("edit, said, remedy, overwrite", [
+    (lambda m: m["counts"]["knapsack"].update(easy=4), "its counts say 4 knapsack easy instances, {shard} holds 3",
+     "rerun the `mmnp generate` command that made it to repair it", False),
+    (lambda m: m["arguments"].update(count=4), "its counts say 3 knapsack easy instances, its arguments say --count 4",
+     "rerun the `mmnp generate` command that made it with --overwrite", True),
 ], ids=["counts", "arguments"])
-def test_a_count_edited_in_the_manifest_is_named_there_with_what_to_do(data, edit, said):
-    """It used to read "knapsack/easy.jsonl: holds 3 records, manifest.json says 4 of 3"."""
+def test_a_count_edited_in_the_manifest_is_named_there_with_what_to_do(data, pristine, edit, said, remedy, overwrite):
+    """It used to read "knapsack/easy.jsonl: holds 3 records, manifest.json says 4 of 3"; and an edit of the
+    arguments was told to rerun the command that made it, which then took the folder for another dataset."""
     manifest = json.loads((data / "manifest.json").read_text())
     edit(manifest)
     (data / "manifest.json").write_text(json.dumps(manifest))
@@ -462,8 +465,9 @@ def test_a_count_edited_in_the_manifest_is_named_there_with_what_to_do(data, edi
         open_dataset(data)
     shard = data / "knapsack" / "easy.jsonl"
     assert str(refused.value).startswith(f"{data / 'manifest.json'}: {said.format(shard=shard)}"), str(refused.value)
-    assert "The dataset differs from its manifest: rerun the `mmnp generate` command that made it to repair it" \
-        in str(refused.value)
+    assert f"The dataset differs from its manifest: {remedy}" in str(refused.value)
+    generate_dataset(data, SPEC, overwrite=overwrite)  # what it says to do does it
+    assert _tree(data) == _tree(pristine)
 
 
 def test_a_shard_cut_short_says_that_generate_repairs_it_and_it_does(data, pristine):
@@ -602,7 +606,7 @@ def test_repair_blames_only_the_damaged_shard_and_record(data, pristine):
     assert said == []
 
 
-@pytest.mark.parametrize("changed", [{"params": {"knapsack.n": 12}}, {"optimal": False}, {"image_size": 192},
+@pytest.mark.parametrize("changed", [{"params": {"knapsack.n": 12}}, {"optimal": False}, {"image_size": 640},
                                      {"images": False}], ids=lambda c: next(iter(c)))
 def test_a_rerun_checks_the_records_against_the_arguments_the_manifest_claims(data, tmp_path, changed):
     """The manifest's arguments are a claim no hash covers: edited to another command's, a rerun of
@@ -805,3 +809,8 @@ def test_show_never_writes_over_a_dataset(data, tmp_path, monkeypatch):
     assert _tree(d) == before
     _cli("show", "--data", str(d), "--id", "tsp-easy-0000", "--out", str(tmp_path / "shown.png"))
     assert (tmp_path / "shown.png").read_bytes().startswith(b"\x89PNG")
+    _cli("show", "--data", str(d), "--id", "tsp-easy-0001", "--out", str(tmp_path / "shown.png"))  # redrawn
+    (tmp_path / "notes.png").write_text("my notes")
+    result = runner.invoke(app, ["show", "--data", str(d), "--id", "tsp-easy-0000", "--out", str(tmp_path / "notes.png")])
+    assert result.exit_code == 2 and "exists and is not a picture; mmnp never overwrites your files" in result.output
+    assert (tmp_path / "notes.png").read_text() == "my notes"

@@ -467,6 +467,22 @@ def test_command_errors_say_where_and_what_to_do(results_dir, tmp_path):
     assert (tmp_path / "file").read_text() == "mine"
 
 
+def test_a_report_is_refreshed_but_a_users_file_is_never_overwritten(results_dir, tmp_path):
+    """--out over a leaderboard mmnp wrote (any format) refreshes it; over anything else it is refused and
+    the file kept: notes kept beside results were replaced without a word."""
+    for format in ("md", "csv", "html"):
+        board = tmp_path / f"board.{format}"
+        for _ in range(2):
+            make_leaderboard([results_dir], format=format, out=board)
+        make_leaderboard([results_dir], format="md", out=board)  # another format's report is one too
+    for name, text in (("notes.md", "# My notes\n"), ("thesis.csv", "a,b\n1,2\n"), ("page.html", "<!DOCTYPE html>\n<p>mine")):
+        mine = tmp_path / name
+        mine.write_text(text)
+        with pytest.raises(UsageError, match=f"--out {mine} exists and is not a leaderboard mmnp wrote"):
+            make_leaderboard([results_dir], format=name.rsplit(".", 1)[1], out=mine)
+        assert mine.read_text() == text
+
+
 def test_html_escapes_names_and_responses(results_dir, tmp_path):
     def hostile_level(r):
         cells = r["metrics"]["text"]["task_difficulty"]

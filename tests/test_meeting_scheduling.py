@@ -73,17 +73,28 @@ def test_a_day_that_ends_before_it_starts_is_refused_in_one_line():
         TASK.generate("easy", 0, day_end="08:00")
 
 
+@pytest.mark.parametrize("day", [("08:15", "16:45"), ("09:00", "16:50")])
+def test_a_day_off_the_half_hour_is_refused_as_the_picture_would_misplace_its_windows(day):
+    """Windows are whole 30-minute slots from the day's start, and the image prompt says each lies on a grid
+    line of the clock's half hours: from 08:15 every bar edge fell between two lines."""
+    with pytest.raises(ValueError, match=rf"^meeting_scheduling day {day[0]}-{day[1]}: expected both on the hour or "
+                                         r"the half hour"):
+        TASK.generate("easy", 0, day_start=day[0], day_end=day[1])
+    assert TASK.generate("easy", 0, day_start="08:30", day_end="16:00").data["day"] == ["08:30", "16:00"]
+
+
 def test_a_meeting_across_touching_windows_is_inside_the_availability():
-    """Availability is the union of a person's windows: 09:30-10:30 fits 09:00-10:00 plus 10:00-11:00,
+    """Availability is the union of a person's windows: 09:30-11:00 fits 09:00-10:00 plus 10:00-11:00,
     for the verifier and for the exact solver, while a meeting across a real gap is refused."""
     data = {"day": ["09:00", "12:00"], "rooms": [{"name": "A", "capacity": 2}],
             "people": [{"name": "Ana", "available": [["10:00", "11:00"], ["09:00", "10:00"]]},
                        {"name": "Ben", "available": [["09:00", "12:00"]]}],
-            "meetings": [{"attendees": [0, 1], "duration": 60}, {"attendees": [0], "duration": 30}]}
+            "meetings": [{"attendees": [0, 1], "duration": 90}]}
     objective, violations = TASK.verifier.check(data, [[0, 0, "09:30"]])
     assert not violations and objective == 2
     gap = dict(data, people=[{"name": "Ana", "available": [["09:00", "10:00"], ["10:15", "11:00"]]},
                              data["people"][1]])
     assert [v.kind for v in TASK.verifier.check(gap, [[0, 0, "09:30"]])[1]] == ["unavailable_attendee"]
-    schedule, proven = TASK.solver.optimal(data, 5.0, [])
-    assert proven and TASK.verifier.check(data, schedule) == (3, [])  # both meetings, one crossing 10:00
+    schedule, proven = TASK.solver.optimal(data, 5.0, [])  # 90 minutes fit only across 10:00
+    assert proven and TASK.verifier.check(data, schedule) == (2, [])
+    assert TASK.solver.optimal(gap, 5.0, []) == ([], True)

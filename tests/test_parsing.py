@@ -187,3 +187,28 @@ def test_arithmetic_is_refused_never_read_as_numbers(text):
     with pytest.raises(ParseError, match="reads as arithmetic"):
         read_answer(text)
     assert read_answer("Answer: [1, -2]") == [1, -2] and read_answer("Answer: 0 -> 3 -> 1") == [0, 3, 1]
+
+
+@pytest.mark.parametrize("spelling", ["[1, {}]", "1, {}", "(1, {})", "{{0: 1, 1: {}}}", "1 -> {}"])
+def test_the_bounds_hold_whatever_the_spelling(spelling):
+    """One answer, one verdict: a number of 10^12 or more, a seventh level of nesting or a value over
+    MAX_VALUE_CHARS is refused bracketed (JSON's fast path) as bare, parenthesised or as a mapping; a
+    colour of 1e12 written bare was a full score where the same answer in brackets was unparsed."""
+    from mmnp.parsing import MAX_VALUE_CHARS, read_answer
+
+    for number in ("1e12", "1000000000000", "-1e12", "1.0e12"):
+        with pytest.raises(ParseError, match="too large|out of range"):
+            read_answer("Answer: " + spelling.format(number))
+    assert read_answer("Answer: " + spelling.format("999999999999")) is not None
+    seven = "[" * 7 + "0" + "]" * 7
+    for value in (seven, seven.replace("[", "(").replace("]", ")"), "{0: " * 7 + "0" + "}" * 7):
+        with pytest.raises(ParseError, match="nested more than 6"):
+            read_answer("Answer: " + value)
+    assert read_answer("Answer: " + "[" * 6 + "0" + "]" * 6) == [[[[[[0]]]]]]
+    for key in ('"0"', "'0'"):  # six mappings deep read alike as JSON and as a literal; a seventh refused alike
+        assert read_answer("Answer: " + f"{{{key}: " * 6 + "0" + "}" * 6) is not None
+        with pytest.raises(ParseError, match="nested more than 6"):
+            read_answer("Answer: " + f"{{{key}: " * 7 + "0" + "}" * 7)
+    for value in ("[0, 3, 9" + " " * MAX_VALUE_CHARS + "]", "(0, 3, 9" + " " * MAX_VALUE_CHARS + ")"):
+        with pytest.raises(ParseError, match="longer than"):
+            read_answer("Answer: " + value)

@@ -246,23 +246,49 @@ def test_every_picture_stays_square_or_taller_and_at_the_requested_width(task):
         assert img.width == size and img.height >= img.width * 0.5
 
 
-def test_every_picture_is_drawn_at_the_smallest_size_mmnp_takes_and_smaller_is_refused(task, tmp_path):
-    """Every size --image-size takes draws (a schedule's name column at the minimum font no longer
-    fits below MIN_IMAGE_SIZE: 96 px used to end in a traceback); smaller is one line."""
+def test_a_picture_is_drawn_whole_or_refused_naming_the_width_that_holds_it(task, tmp_path):
+    """At a small --image-size a picture is drawn with nothing off the canvas, or refused in one line
+    naming the width that holds it, which then draws it whole (a subset-sum target lost its last digits
+    at 384 px, a meeting its attendees at 512); below MIN_IMAGE_SIZE the option is refused."""
+
     from typer.testing import CliRunner
 
     from mmnp.cli import app
+    from mmnp.errors import UsageError
     from mmnp.render import MIN_IMAGE_SIZE
 
-    for level in ("L1", "L5", "L10"):
-        for seed in range(2):
-            img = Image.open(io.BytesIO(task.render(task.generate(level, seed), MIN_IMAGE_SIZE)))
-            assert img.width == MIN_IMAGE_SIZE
+    for level in ("L1", "L10"):
+        inst = task.generate(level, 0)
+        for size in (MIN_IMAGE_SIZE, 384):
+            if not task.generator.render(inst.data, size).clipped:
+                assert Image.open(io.BytesIO(task.render(inst, size))).width == size
+                continue
+            with pytest.raises(UsageError) as refused:
+                task.picture(inst, size)
+            assert str(refused.value).startswith(f"{inst.id}: at --image-size {size} its picture would cut off")
+            holds = int(re.search(r"needs --image-size (\d+) or more", str(refused.value)).group(1))
+            assert holds > size and not task.generator.render(inst.data, holds).clipped
+            assert task.generator.render(inst.data, holds - 32).clipped  # the first width that holds it
+            png, info = task.picture(inst, holds)
+            assert info["width"] == holds
     result = CliRunner().invoke(app, ["generate", "--tasks", task.name, "--difficulty", "easy", "--count", "1",
                                       "--no-optimal", "--image-size", str(MIN_IMAGE_SIZE - 1), "--out",
                                       str(tmp_path / "d")])
     assert result.exit_code == 2 and f"--image-size must be between {MIN_IMAGE_SIZE} and" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "d").exists()
+
+
+def test_generate_refuses_a_size_that_cuts_a_picture_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from mmnp.cli import app
+
+    out = tmp_path / "d"
+    result = CliRunner().invoke(app, ["generate", "--tasks", "subset_sum", "--difficulty", "L8", "--count", "1",
+                                      "--no-optimal", "--image-size", "384", "--out", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "subset_sum-L8-0000: at --image-size 384 its picture would cut off 'Subset sum: target" in result.output
+    assert not (out / "subset_sum").exists()  # no picture with a cut target reaches a dataset
 
 
 def test_readme_states_the_v2_benchmark_hash_and_v1_is_unchanged():

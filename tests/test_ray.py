@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("ray", reason="Ray tests run in their own venv: examples/ray/check_ray.sh")
 
 ARGS = ["--tasks", "knapsack,tsp,graph_coloring", "--difficulty", "easy", "--count", "3", "--seed", "11",
-        "--time-limit", "0.5", "--image-size", "160"]
+        "--time-limit", "0.5", "--image-size", "512"]
 
 
 def _tree(root: Path) -> dict[str, bytes]:

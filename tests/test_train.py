@@ -21,7 +21,7 @@ def _train(model, out, algo, modality, steps=3):
             "--tasks", "knapsack,subset_sum,max_clique", "--difficulty", "easy", "--count", "4", "--max-steps",
             str(steps), "--num-generations", "4", "--per-device-train-batch-size", "4", "--max-completion-length",
             "24", "--learning-rate", "1e-3", "--reward", "shaped", "--report-to", "none", "--save-steps", "1000",
-            "--output-dir", str(out), "--image-size", "224"]
+            "--output-dir", str(out), "--image-size", "512"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     with open(out / "metrics.csv") as f:

@@ -274,5 +274,5 @@ class CurriculumStream:
         if self.modality == "image":
             from PIL import Image
 
-            row["image"] = Image.open(io.BytesIO(task.render(inst, self.image_size))).convert("RGB")
+            row["image"] = Image.open(io.BytesIO(task.render(inst, self.image_size, whole=True))).convert("RGB")
         return row

@@ -195,7 +195,8 @@ def for_reference(completion: list[int], prop_tok, ref_tok) -> list[int]:
     are of one answer."""
     ended = bool(completion) and completion[-1] == prop_tok.eos_token_id
     text = prop_tok.decode(completion[:-1] if ended else completion, skip_special_tokens=True)
-    return ref_tok(text, add_special_tokens=False)["input_ids"] + ([ref_tok.eos_token_id] if ended else [])
+    end = [ref_tok.eos_token_id] if ended and ref_tok.eos_token_id is not None else []  # a reference with no EOS
+    return ref_tok(text, add_special_tokens=False)["input_ids"] + end
 
 
 def estimation_prompts(spec: EstimateSpec):
