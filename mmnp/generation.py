@@ -490,8 +490,7 @@ def generate_dataset(
         _refuse_changed_versions(state, spec, remaining, out)
         if dropped:  # once the run goes on: what it left out is not reported again by the next run
             made = {image_name(id) for id in finished}  # the dropped ones' pictures stay mmnp's to write over
-            state = {**state, "remade": sorted({*state.get("remade", []), *(p for p in replaceable
-                                                                              if p.endswith(".png") and p not in made)})}
+            state = {**state, "remade": sorted(p for p in replaceable if p.endswith(".png") and p not in made)}
             atomic_write(out / IN_PROGRESS, json.dumps(state, indent=1))
             _write_log(out, finished.values())
             if notify:
