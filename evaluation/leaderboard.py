@@ -18,9 +18,6 @@ from mmnp.evaluation.runs import Run, gather
 from mmnp.evaluation.tables import csv_board, markdown_board
 
 FORMATS = ("md", "csv", "html")
-
-
-
 # how each format's report starts: an existing --out is replaced only when it is one (refreshed), never a user's file
 REPORT_STARTS = (b"# MM-NP-Bench leaderboard\n", b"dataset,dataset_modified,",
                  b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>MM-NP-Bench leaderboard</title>')
@@ -29,6 +26,7 @@ REPORT_STARTS = (b"# MM-NP-Bench leaderboard\n", b"dataset,dataset_modified,",
 def _a_leaderboard(path: Path) -> bool:
     with open(path, "rb") as f:
         return f.read(200).startswith(REPORT_STARTS)
+
 
 def render_markdown(runs: list[Run], modality: str | None = None, *, mix_datasets: bool = False,
                     include_incomplete: bool = False, include_unverified: bool = False, stderr: bool = False,
