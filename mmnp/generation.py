@@ -475,12 +475,12 @@ def generate_dataset(
             _refuse_foreign_files(out, spec, part, None, ours=removable)
             _remove_generated(out, removable, kept, notify)
             state = None
-        _refuse_foreign_files(out, spec, part, state)
-        replaceable = _listed_paths(out)  # before a dropped line leaves the log: its picture is still mmnp's
         wanted = _state_for(spec, part)
-        manifest, salvaged = _existing(out, spec, part, state, wanted, notify)
+        manifest, salvaged = _existing(out, spec, part, state, wanted, notify)  # another run's folder: refused
         if manifest is not None and salvaged is None:
             return manifest  # finished and intact
+        _refuse_foreign_files(out, spec, part, state)
+        replaceable = _listed_paths(out)  # before a dropped line leaves the log: its picture is still mmnp's
         jobs = jobs_of(spec, part)
         fresh = state is None and salvaged is None
         if state is None:
@@ -928,16 +928,14 @@ def _refuse_foreign_files(out: Path, spec: GenerateSpec, part: tuple[int, int] |
     if ours is None and (out / MANIFEST).exists():
         return  # its own dataset, checked or repaired (`_existing` reads its manifest)
     if ours is None and state is not None:
-        # an unfinished run resumed: a shard is its own only when it holds only its log's lines (a run
-        # killed while finishing wrote it); a picture is checked as it is written (`_refuse_foreign_picture`)
-        wanted = _state_for(spec, part)
-        if (state["arguments"], state["part"]) != (wanted["arguments"], wanted["part"]):
-            return  # another run's folder: `_existing` refuses it
+        # this run resumed (`_existing` refused another's): a shard is its own only when it holds only its
+        # log's lines (a run killed while finishing wrote it); a picture is checked as it is written
+        # (`_refuse_foreign_picture`)
         logged: dict[str, Callable[[bytes], bool]] = {}
         _listed_by_log(out, state, logged)
         for rel in dict.fromkeys(f"{job[0]}/{job[1]}.jsonl" for job in jobs_of(spec, part)):
             path = out / rel
-            if (path.exists() or path.is_symlink()) and (path.is_symlink() or not path.is_file() or rel not in logged
+            if (path.exists() or path.is_symlink()) and (path.is_symlink() or not path.is_file()
                                                          or not logged[rel](path.read_bytes())):
                 raise UsageError(f"{path} exists and is not a file mmnp wrote here; mmnp never replaces files it did "
                                  "not write: move it away, then rerun the same command to finish")
